@@ -1,0 +1,25 @@
+# epiformer: enhancer-promoter interaction prediction with a linear-attention Transformer.
+# This file is the table of contents; each stage lives in workflow/rules/, its logic in
+# src/epiformer/.
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/demo.smk"
+include: "workflow/rules/windows.smk"
+include: "workflow/rules/encode.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    input:
+        all_outputs(),
+    default_target: True

@@ -1,0 +1,24 @@
+"""Train one model on one cell line's shards."""
+
+from pathlib import Path
+
+from epiformer.model import ModelConfig
+from epiformer.runlog import setup_logging
+from epiformer.train import TrainConfig, train_model
+
+log = setup_logging(snakemake.log[0])
+cluster_only = {"mem_mb", "runtime"}
+train_config = TrainConfig(
+    **{k: v for k, v in snakemake.params.train.items() if k not in cluster_only},
+    max_shift=snakemake.params.augment["max_shift"],
+    reverse_complement=snakemake.params.augment["reverse_complement"],
+)
+train_config.threads = snakemake.threads
+description = train_model(
+    snakemake.input.shards,
+    ModelConfig(**snakemake.params.model),
+    train_config,
+    Path(snakemake.output.weights).parent,
+    snakemake.params.checkpoint_dir,
+)
+log.info("Best epoch %d (validation AUPRC %.4f)", description["best_epoch"], description["best_val_auprc"])

@@ -1,0 +1,81 @@
+"""Scoring the test split and the metrics that go into `metrics.json`.
+
+`predictions.tsv`: pair_id, label, score (probability) for every test pair.
+`metrics.json`: AUROC and AUPRC with seeded bootstrap 95% intervals, F1 and MCC at the
+threshold that maximises F1 on the validation split, class counts and the split mode.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from sklearn.metrics import average_precision_score, f1_score, matthews_corrcoef, precision_recall_curve, roc_auc_score
+
+from epiformer.data import load_manifest, load_split
+from epiformer.encode import atomic_write_bytes
+from epiformer.train import load_trained_model, predict_split
+
+
+def best_f1_threshold(labels: np.ndarray, scores: np.ndarray) -> float:
+    precision, recall, thresholds = precision_recall_curve(labels, scores)
+    f1 = 2 * precision * recall / np.maximum(precision + recall, 1e-12)
+    return float(thresholds[int(np.argmax(f1[:-1]))])
+
+
+def bootstrap_interval(labels, scores, metric, resamples: int, seed: int) -> list[float]:
+    """Percentile 95% interval of `metric` over resamples that hold both classes."""
+    rng = np.random.default_rng(seed)
+    values = []
+    for _ in range(resamples):
+        rows = rng.integers(0, len(labels), len(labels))
+        if 0 < labels[rows].sum() < len(rows):
+            values.append(metric(labels[rows], scores[rows]))
+    return [float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))] if values else [np.nan, np.nan]
+
+
+def compute_metrics(test: pd.DataFrame, val: pd.DataFrame | None, resamples: int = 1000, seed: int = 0) -> dict:
+    """Metrics of test predictions (columns label, score); the threshold comes from `val`."""
+    labels, scores = test["label"].to_numpy(int), test["score"].to_numpy(float)
+    metrics = {
+        "n_test": int(len(labels)),
+        "positives": int(labels.sum()),
+        "negatives": int(len(labels) - labels.sum()),
+        "auroc": float(roc_auc_score(labels, scores)),
+        "auprc": float(average_precision_score(labels, scores)),
+        "auroc_ci95": bootstrap_interval(labels, scores, roc_auc_score, resamples, seed),
+        "auprc_ci95": bootstrap_interval(labels, scores, average_precision_score, resamples, seed),
+        "prevalence": float(labels.mean()),
+    }
+    if val is not None:
+        threshold = best_f1_threshold(val["label"].to_numpy(int), val["score"].to_numpy(float))
+        predicted = scores >= threshold
+        metrics.update(threshold=threshold, f1=float(f1_score(labels, predicted)),
+                       mcc=float(matthews_corrcoef(labels, predicted)))  # fmt: skip
+    return metrics
+
+
+def evaluate_model(model_dir: str | Path, shard_dir: str | Path, predictions_path, metrics_path,
+                   resamples: int = 1000, seed: int = 0, split_mode: str = "chromosome") -> dict:  # fmt: skip
+    """Score validation and test splits with a trained model; write predictions.tsv and metrics.json."""
+    model, _ = load_trained_model(model_dir)
+    device = torch.device("cpu")
+    frames = {}
+    for split in ("val", "test"):
+        scores, labels, ids = predict_split(model, load_split(shard_dir, split), 256, device)
+        frames[split] = pd.DataFrame({"pair_id": ids, "label": labels, "score": scores})
+    metrics = compute_metrics(frames["test"], frames["val"], resamples, seed)
+    metrics["split_mode"] = split_mode
+    metrics["leak_prone"] = split_mode == "random"
+    metrics["data_widths"] = load_manifest(shard_dir)["widths"]
+    write_predictions(frames["test"], predictions_path)
+    atomic_write_bytes(Path(metrics_path), json.dumps(metrics, indent=2).encode())
+    return metrics
+
+
+def write_predictions(frame: pd.DataFrame, path) -> None:
+    text = frame.sort_values("pair_id").to_csv(sep="\t", index=False, float_format="%.6g")
+    atomic_write_bytes(Path(path), text.encode())

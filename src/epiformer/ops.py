@@ -1,0 +1,62 @@
+"""Attention as pure functions: kernelised linear attention (M7) and softmax attention.
+
+Shapes: q, k, v are [B, H, T, D]; `key_padding_mask` is bool [B, T], True at padding.
+Outputs are [B, H, T, D]. Padded keys contribute nothing; outputs at padded query
+positions are defined but meaningless (the model pools only valid tokens).
+
+The `naive_*` functions build the explicit T x T weights. They exist as references for
+tests and must never be used in the model.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def elu_feature_map(x: torch.Tensor) -> torch.Tensor:
+    return F.elu(x) + 1
+
+
+def linear_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_padding_mask: torch.Tensor | None = None, eps: float = 1e-6
+) -> torch.Tensor:
+    """phi(q) (phi(k)^T v) / (phi(q) (phi(k)^T 1) + eps) with phi = elu + 1.
+
+    O(T * D^2) time and O(T * D + D^2) memory: the [D, D] key-value summary is formed
+    first, so no T x T tensor ever exists. Computed in float32 even under autocast: the
+    normaliser is a sum over all T keys and loses precision in bf16.
+    """
+    dtype = q.dtype
+    with torch.autocast(device_type=q.device.type, enabled=False):
+        phi_q, phi_k, v = elu_feature_map(q.float()), elu_feature_map(k.float()), v.float()
+        if key_padding_mask is not None:
+            phi_k = phi_k.masked_fill(key_padding_mask[:, None, :, None], 0.0)
+        kv = torch.einsum("bhtd,bhte->bhde", phi_k, v)  # (B, H, D, D)
+        k_sum = phi_k.sum(dim=2)  # (B, H, D)
+        numerator = torch.einsum("bhtd,bhde->bhte", phi_q, kv)  # (B, H, T, D)
+        denominator = torch.einsum("bhtd,bhd->bht", phi_q, k_sum)  # (B, H, T)
+        out = numerator / (denominator[..., None] + eps)
+    return out.to(dtype)
+
+
+def softmax_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_padding_mask: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Standard scaled dot-product attention with the same mask semantics."""
+    attn_mask = None if key_padding_mask is None else ~key_padding_mask[:, None, None, :]  # (B, 1, 1, T)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
+
+
+def naive_linear_attention(q, k, v, key_padding_mask=None, eps: float = 1e-6) -> torch.Tensor:
+    weights = elu_feature_map(q) @ elu_feature_map(k).transpose(-1, -2)  # (B, H, T, T)
+    if key_padding_mask is not None:
+        weights = weights.masked_fill(key_padding_mask[:, None, None, :], 0.0)
+    return (weights @ v) / (weights.sum(dim=-1, keepdim=True) + eps)
+
+
+def naive_softmax_attention(q, k, v, key_padding_mask=None) -> torch.Tensor:
+    scores = q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5  # (B, H, T, T)
+    if key_padding_mask is not None:
+        scores = scores.masked_fill(key_padding_mask[:, None, None, :], float("-inf"))
+    return scores.softmax(dim=-1) @ v

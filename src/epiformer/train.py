@@ -1,0 +1,256 @@
+"""Training: AdamW, warm-up + cosine schedule, class-weighted loss, best-on-validation.
+
+Outputs in `outdir`: `model.safetensors` (the weights of the epoch with the best
+validation AUPRC), `model.json` (model config, window widths, training config, data
+manifest checksum, versions) and `train_log.tsv` (one row per epoch).
+
+A rolling checkpoint (model, optimiser, scheduler, RNG states, epoch, best metric) is kept
+in `checkpoint_dir`, which must lie outside the rule's declared outputs: Snakemake deletes
+a failed job's outputs, and the checkpoint has to survive that so a re-run resumes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import random
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import save_file
+from sklearn.metrics import average_precision_score, roc_auc_score
+
+from epiformer import __version__
+from epiformer.data import iterate_batches, load_manifest, load_split
+from epiformer.encode import atomic_write_bytes
+from epiformer.model import EPITransformer, ModelConfig, count_parameters
+
+log = logging.getLogger(__name__)
+LOG_COLUMNS = ["epoch", "train_loss", "val_loss", "val_auroc", "val_auprc", "learning_rate", "seconds", "tokens_per_s",
+               "device"]  # fmt: skip
+
+
+@dataclass
+class TrainConfig:
+    epochs: int = 10
+    batch_size: int = 64
+    learning_rate: float = 2e-3
+    weight_decay: float = 0.01
+    warmup_fraction: float = 0.05
+    grad_clip: float = 1.0
+    max_shift: int = 8
+    reverse_complement: bool = True
+    seed: int = 0
+    device: str = "auto"
+    threads: int = 1
+
+
+def select_device(name: str) -> torch.device:
+    """`auto` picks CUDA when present and says loudly when it falls back to the CPU."""
+    if name == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("train.device is 'cuda' but no CUDA GPU is visible. Use 'auto' or 'cpu', or run on a GPU node.")
+    if name == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        log.warning("No CUDA GPU found: training on the CPU (train.device: auto). This is slow for real data sets.")
+        return torch.device("cpu")
+    return torch.device(name)
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def learning_rate_factor(step: int, warmup: int, total: int) -> float:
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = (step - warmup) / max(1, total - warmup)
+    return 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+
+@torch.no_grad()
+def predict_split(model, data, batch_size: int, device: torch.device) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Probabilities, labels and pair ids for a split, centred windows, no augmentation."""
+    model.eval()
+    scores, labels, ids = [], [], []
+    for batch in iterate_batches(data, batch_size):
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+            logits = model(batch["enhancer"].to(device), batch["promoter"].to(device))
+        scores.append(torch.sigmoid(logits.float()).cpu().numpy())
+        labels.append(batch["label"].numpy())
+        ids.append(batch["pair_id"].numpy())
+    return np.concatenate(scores), np.concatenate(labels).astype(int), np.concatenate(ids)
+
+
+def _checkpoint_path(checkpoint_dir: Path) -> Path:
+    return checkpoint_dir / "last.pt"
+
+
+def save_checkpoint(checkpoint_dir: Path, state: dict) -> None:
+    checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    temporary = checkpoint_dir / f".last.pt.tmp-{os.getpid()}"
+    torch.save(state, temporary)
+    os.replace(temporary, _checkpoint_path(checkpoint_dir))
+
+
+def load_checkpoint(checkpoint_dir: Path, fingerprint: str) -> dict | None:
+    path = _checkpoint_path(checkpoint_dir)
+    if not path.exists():
+        return None
+    state = torch.load(path, weights_only=True)
+    if state.get("fingerprint") != fingerprint:
+        log.warning("Ignoring checkpoint %s: it was made with other data or settings.", path)
+        return None
+    return state
+
+
+def run_fingerprint(model_config: ModelConfig, train_config: TrainConfig, manifest: dict) -> str:
+    text = json.dumps([model_config.to_dict(), asdict(train_config), manifest["shards"]], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def train_model(
+    shard_dir: str | Path,
+    model_config: ModelConfig,
+    train_config: TrainConfig,
+    outdir: str | Path,
+    checkpoint_dir: str | Path,
+) -> dict:
+    """Train on the train split, select on validation, write the outputs; returns model.json's content."""
+    outdir, checkpoint_dir = Path(outdir), Path(checkpoint_dir)
+    torch.set_num_threads(train_config.threads)
+    device = select_device(train_config.device)
+    manifest = load_manifest(shard_dir)
+    train_data, val_data = load_split(shard_dir, "train"), load_split(shard_dir, "val")
+    seed_everything(train_config.seed)
+    model = EPITransformer(model_config).to(device)
+    log.info("Model %s attention, %d parameters, device %s", model_config.attention, count_parameters(model), device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=train_config.learning_rate,
+                                  weight_decay=train_config.weight_decay)  # fmt: skip
+    steps_per_epoch = math.ceil(len(train_data) / train_config.batch_size)
+    total = steps_per_epoch * train_config.epochs
+    warmup = max(1, int(total * train_config.warmup_fraction))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: learning_rate_factor(s, warmup, total))
+    positives = float(train_data.label.sum())
+    pos_weight = torch.tensor((len(train_data) - positives) / max(positives, 1.0), device=device)
+    loss_fn = torch.nn.BCEWithLogitsLoss(pos_weight=pos_weight)
+
+    fingerprint = run_fingerprint(model_config, train_config, manifest)
+    state = load_checkpoint(checkpoint_dir, fingerprint)
+    history, best = [], {"auprc": -1.0, "epoch": 0, "weights": None}
+    start_epoch = 0
+    if state is not None:
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        torch.set_rng_state(state["torch_rng"])
+        history, best, start_epoch = state["history"], state["best"], state["epoch"]
+        log.info("Resumed from %s at epoch %d", _checkpoint_path(checkpoint_dir), start_epoch)
+    rng = np.random.default_rng([train_config.seed, start_epoch])
+    tokens_per_pair = sum(train_data.lengths.values()) - 4 * train_data.flank
+
+    for epoch in range(start_epoch + 1, train_config.epochs + 1):
+        model.train()
+        started, losses = time.perf_counter(), []
+        batches = iterate_batches(train_data, train_config.batch_size, rng, train_config.max_shift,
+                                  0.5 if train_config.reverse_complement else 0.0)  # fmt: skip
+        for batch in _progress(batches, steps_per_epoch, f"epoch {epoch}/{train_config.epochs}"):
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+                logits = model(batch["enhancer"].to(device), batch["promoter"].to(device))
+            loss = loss_fn(logits.float(), batch["label"].to(device))
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), train_config.grad_clip)
+            optimizer.step()
+            scheduler.step()
+            losses.append(loss.item())
+        seconds = time.perf_counter() - started
+        scores, labels, _ = predict_split(model, val_data, 4 * train_config.batch_size, device)
+        row = {
+            "epoch": epoch,
+            "train_loss": float(np.mean(losses)),
+            "val_loss": _bce(scores, labels),
+            "val_auroc": float(roc_auc_score(labels, scores)),
+            "val_auprc": float(average_precision_score(labels, scores)),
+            "learning_rate": scheduler.get_last_lr()[0],
+            "seconds": seconds,
+            "tokens_per_s": len(train_data) * tokens_per_pair / seconds,
+            "device": str(device),
+        }
+        history.append(row)
+        log.info("epoch %d: " + ", ".join(f"{k} %s" for k in list(row)[1:]), epoch, *_fmt(list(row.values())[1:]))
+        if row["val_auprc"] > best["auprc"]:
+            weights = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+            best = {"auprc": row["val_auprc"], "epoch": epoch, "weights": weights}
+        save_checkpoint(checkpoint_dir, {
+            "fingerprint": fingerprint, "epoch": epoch, "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+            "torch_rng": torch.get_rng_state(), "history": history, "best": best,
+        })  # fmt: skip
+
+    return write_outputs(outdir, best, history, model_config, train_config, manifest, device)
+
+
+def write_outputs(outdir: Path, best, history, model_config, train_config, manifest, device) -> dict:
+    outdir.mkdir(parents=True, exist_ok=True)
+    temporary = outdir / f".model.safetensors.tmp-{os.getpid()}"
+    save_file(best["weights"], str(temporary))
+    os.replace(temporary, outdir / "model.safetensors")
+    lines = ["\t".join(LOG_COLUMNS)] + ["\t".join(str(row[c]) for c in LOG_COLUMNS) for row in history]
+    atomic_write_bytes(outdir / "train_log.tsv", ("\n".join(lines) + "\n").encode())
+    description = {
+        "model": model_config.to_dict(),
+        "parameters": sum(v.numel() for v in best["weights"].values()),
+        "widths": manifest["widths"],
+        "train": asdict(train_config),
+        "best_epoch": best["epoch"],
+        "best_val_auprc": best["auprc"],
+        "train_seconds": float(sum(r["seconds"] for r in history)),
+        "tokens_per_s": float(np.median([r["tokens_per_s"] for r in history])),
+        "device": str(device),
+        "data_manifest_sha256": hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest(),
+        "versions": {"epiformer": __version__, "torch": torch.__version__, "numpy": np.__version__,
+                     "python": sys.version.split()[0]},  # fmt: skip
+    }
+    atomic_write_bytes(outdir / "model.json", json.dumps(description, indent=2).encode())
+    return description
+
+
+def _bce(scores: np.ndarray, labels: np.ndarray) -> float:
+    clipped = np.clip(scores, 1e-7, 1 - 1e-7)
+    return float(-np.mean(labels * np.log(clipped) + (1 - labels) * np.log(1 - clipped)))
+
+
+def _fmt(values) -> list[str]:
+    return [f"{v:.4g}" if isinstance(v, float) else str(v) for v in values]
+
+
+def _progress(iterable, total: int, description: str):
+    if not sys.stderr.isatty():
+        return iterable
+    from tqdm import tqdm
+
+    return tqdm(iterable, total=total, desc=description, leave=False)
+
+
+def load_trained_model(model_dir: str | Path, device: torch.device | str = "cpu") -> tuple[EPITransformer, dict]:
+    """The model and its description from a `model.safetensors` + `model.json` directory."""
+    from safetensors.torch import load_file
+
+    model_dir = Path(model_dir)
+    for name in ("model.json", "model.safetensors"):
+        if not (model_dir / name).exists():
+            raise FileNotFoundError(f"{model_dir / name} is missing: point at a trained results/<cell>/<model> folder.")
+    description = json.loads((model_dir / "model.json").read_text())
+    model = EPITransformer(ModelConfig(**description["model"]))
+    model.load_state_dict(load_file(str(model_dir / "model.safetensors")))
+    return model.to(device).eval(), description

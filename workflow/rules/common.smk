@@ -1,0 +1,52 @@
+import re
+
+import pandas as pd
+from snakemake.utils import validate
+
+
+validate(config, schema="../schemas/config.schema.yaml")
+
+samples = pd.read_csv(config["samples"], sep="\t", dtype=str, comment="#").fillna("")
+validate(samples, schema="../schemas/samples.schema.yaml")
+if samples["cell_line"].duplicated().any():
+    raise ValueError(
+        f"{config['samples']}: cell_line "
+        f"{samples['cell_line'][samples['cell_line'].duplicated()].iloc[0]!r} appears twice; names must be unique."
+    )
+for _row in samples.itertuples():
+    if _row.genome not in config["genomes"]:
+        raise ValueError(
+            f"{config['samples']}: cell line {_row.cell_line!r} uses genome {_row.genome!r}, "
+            f"which is not a key of `genomes:` in the config (known: {', '.join(config['genomes'])})."
+        )
+samples = samples.set_index("cell_line", drop=False)
+
+CELL_LINES = list(samples.index)
+MODELS = list(config["models"])
+
+
+wildcard_constraints:
+    cell="|".join(map(re.escape, CELL_LINES)),
+    model="|".join(map(re.escape, MODELS)),
+
+
+def get_pairs(wildcards):
+    return samples.loc[wildcards.cell, "pairs"]
+
+
+def get_genome(wildcards):
+    return config["genomes"][samples.loc[wildcards.cell, "genome"]]
+
+
+def get_truth(cell):
+    return samples.loc[cell, "truth"] if "truth" in samples.columns else ""
+
+
+def all_outputs():
+    return [
+        expand("results/{cell}/{model}/metrics.json", cell=CELL_LINES, model=MODELS),
+        expand("results/plots/{cell}/roc_pr.png", cell=CELL_LINES),
+        expand("results/plots/{cell}/{model}.training.png", cell=CELL_LINES, model=MODELS),
+        "results/summary.tsv",
+        "results/summary.md",
+    ]

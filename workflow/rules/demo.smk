@@ -1,0 +1,15 @@
+rule demo_data:
+    output:
+        genome="resources/demo/genome.fa",
+        pairs_a="resources/demo/demo_a.pairs.csv",
+        truth_a="resources/demo/demo_a.truth.tsv",
+        pairs_b="resources/demo/demo_b.pairs.bedpe",
+        truth_b="resources/demo/demo_b.truth.tsv",
+    params:
+        spec=config.get("demo", {}),
+    log:
+        "logs/demo/demo_data.log",
+    conda:
+        "../../envs/genome.yaml"
+    script:
+        "../../scripts/demo_data.py"
