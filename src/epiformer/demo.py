@@ -54,13 +54,17 @@ class DemoSpec:
     seed: int = 7
     n_chromosomes: int = 6
     chromosome_length: int = 800_000
-    n_enhancers: int = 3000
-    n_promoters: int = 2000
     positives_per_cell: int = 1500
     negatives_per_positive: int = 3
     min_distance: int = 5_000
     max_distance: int = 400_000
     cells: dict[str, str] = field(default_factory=lambda: {"demo_a": "erythroid", "demo_b": "lymphoid"})
+    enhancers_per_mb: int = 625
+    promoters_per_mb: int = 415
+
+    def element_counts(self) -> tuple[int, int]:
+        megabases = self.n_chromosomes * self.chromosome_length / 1e6
+        return round(self.enhancers_per_mb * megabases), round(self.promoters_per_mb * megabases)
 
 
 @dataclass
@@ -86,7 +90,7 @@ def random_chromosome(length: int, rng: np.random.Generator) -> bytearray:
         probs = [(1 - gc) / 2, gc / 2, gc / 2, (1 - gc) / 2]
         seq[pos : pos + size] = np.frombuffer(b"ACGT", np.uint8)[rng.choice(4, size, p=probs)].tobytes()
         pos += size
-    for _ in range(length // 80_000):
+    for _ in range(length // 16_000):  # ~10% soft-masked
         start, size = int(rng.integers(0, length)), int(rng.integers(300, 3_000))
         seq[start : start + size] = seq[start : start + size].lower()
     telomere = int(rng.integers(5_000, 10_000))
@@ -110,7 +114,9 @@ def place_elements(
     sizes = np.array([len(genome[c]) for c in chroms], dtype=float)
     taken: dict[str, list[tuple[int, int]]] = {c: [] for c in chroms}
     elements: list[Element] = []
-    while len(elements) < count:
+    for _attempt in range(100 * count):
+        if len(elements) == count:
+            return elements
         chrom = chroms[rng.choice(len(chroms), p=sizes / sizes.sum())]
         width = int(rng.integers(*widths))
         start = int(rng.integers(0, len(genome[chrom]) - width))
@@ -123,7 +129,9 @@ def place_elements(
         primary = str(rng.choice(pool))
         decoy = str(rng.choice([m for m in pool if m != primary])) if rng.random() < DECOY_RATE else None
         elements.append(Element(chrom, start, start + width, primary, decoy))
-    return elements
+    if len(elements) == count:
+        return elements
+    raise ValueError(f"Could not place {count} elements without overlap: make the demo genome larger.")
 
 
 def plant_sites(genome: dict[str, bytearray], element: Element, motifs: dict[str, Motif], rng) -> None:
@@ -239,8 +247,9 @@ def generate_demo(outdir: str | Path, spec: DemoSpec = DemoSpec()) -> dict[str, 
     rng = np.random.default_rng(spec.seed)
     motifs = read_jaspar(bundled_jaspar_path())
     genome = make_genome(spec, rng)
-    enhancers = place_elements(genome, spec.n_enhancers, (150, 400), ENHANCER_MOTIFS, rng)
-    promoters = place_elements(genome, spec.n_promoters, (150, 300), PROMOTER_MOTIFS, rng)
+    n_enhancers, n_promoters = spec.element_counts()
+    enhancers = place_elements(genome, n_enhancers, (150, 400), ENHANCER_MOTIFS, rng)
+    promoters = place_elements(genome, n_promoters, (150, 300), PROMOTER_MOTIFS, rng)
     for element in enhancers + promoters:
         plant_sites(genome, element, motifs, rng)
     paths = {"genome": outdir / "genome.fa"}

@@ -24,12 +24,13 @@ def linear_attention(
     """phi(q) (phi(k)^T v) / (phi(q) (phi(k)^T 1) + eps) with phi = elu + 1.
 
     O(T * D^2) time and O(T * D + D^2) memory: the [D, D] key-value summary is formed
-    first, so no T x T tensor ever exists. Computed in float32 even under autocast: the
+    first, so no T x T tensor ever exists. Computed in (at least) float32 even under autocast: the
     normaliser is a sum over all T keys and loses precision in bf16.
     """
     dtype = q.dtype
+    compute = torch.promote_types(dtype, torch.float32)  # bf16/fp16 -> fp32; fp64 stays fp64
     with torch.autocast(device_type=q.device.type, enabled=False):
-        phi_q, phi_k, v = elu_feature_map(q.float()), elu_feature_map(k.float()), v.float()
+        phi_q, phi_k, v = (elu_feature_map(q.to(compute)), elu_feature_map(k.to(compute)), v.to(compute))
         if key_padding_mask is not None:
             phi_k = phi_k.masked_fill(key_padding_mask[:, None, :, None], 0.0)
         kv = torch.einsum("bhtd,bhte->bhde", phi_k, v)  # (B, H, D, D)

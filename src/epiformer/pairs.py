@@ -41,8 +41,8 @@ def detect_format(path: Path) -> str:
                 break
         else:
             raise PairsError(f"{path}: the file is empty. Give a TargetFinder CSV or BEDPE file with at least one pair.")
-    if "enhancer_chrom" in first.split(","):
-        return "targetfinder"
+    if "\t" not in first and len(first.split(",")) >= 6:
+        return "targetfinder"  # any CSV is read as TargetFinder; missing columns are named there
     if len(first.split("\t")) >= 6:
         return "bedpe"
     raise PairsError(
@@ -119,7 +119,9 @@ def _check_values(frame: pd.DataFrame, require_label: bool) -> None:
 def _fail_on_first(bad: pd.Series, values: pd.Series, path: str, first_line: int, column: str, expected: str) -> None:
     if bad.any():
         row = int(bad.to_numpy().nonzero()[0][0])
+        value = values.iloc[row]
+        value = value.item() if hasattr(value, "item") else value  # numpy scalar -> plain for the message
         raise PairsError(
-            f"{path}, line {first_line + row}: {column} is {values.iloc[row]!r}; it must be {expected}. "
+            f"{path}, line {first_line + row}: {column} is {value!r}; it must be {expected}. "
             f"Fix that row ({int(bad.sum())} row(s) in all have this problem)."
         )

@@ -155,11 +155,11 @@ def train_model(
         torch.set_rng_state(state["torch_rng"])
         history, best, start_epoch = state["history"], state["best"], state["epoch"]
         log.info("Resumed from %s at epoch %d", _checkpoint_path(checkpoint_dir), start_epoch)
-    rng = np.random.default_rng([train_config.seed, start_epoch])
     tokens_per_pair = sum(train_data.lengths.values()) - 4 * train_data.flank
 
     for epoch in range(start_epoch + 1, train_config.epochs + 1):
         model.train()
+        rng = np.random.default_rng([train_config.seed, epoch])  # so a resumed run sees the same batches
         started, losses = time.perf_counter(), []
         batches = iterate_batches(train_data, train_config.batch_size, rng, train_config.max_shift,
                                   0.5 if train_config.reverse_complement else 0.0)  # fmt: skip

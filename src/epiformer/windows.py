@@ -172,6 +172,7 @@ def split_audit(windows: pd.DataFrame, temp_dir: str | None = None) -> pd.DataFr
     """
     import pybedtools
 
+    previous_tempdir = tempfile.tempdir  # pybedtools.set_tempdir changes it for the whole process
     with tempfile.TemporaryDirectory(dir=temp_dir) as scratch:
         pybedtools.set_tempdir(scratch)  # pybedtools otherwise fills the system temp folder
         beds = {split: _split_bed(windows[windows["split"] == split], pybedtools) for split in SPLITS}
@@ -181,6 +182,7 @@ def split_audit(windows: pd.DataFrame, temp_dir: str | None = None) -> pd.DataFr
             overlapping = len(a.intersect(b, u=True)) if len(a) and len(b) else 0
             rows.append({"split_a": first, "split_b": second, "windows_a": len(a), "overlapping_windows_a": overlapping})
         pybedtools.cleanup()
+        tempfile.tempdir = previous_tempdir
     return pd.DataFrame(rows)
 
 

@@ -1,0 +1,48 @@
+# epiformer: `make demo` runs the whole workflow on the built-in demo; `make test` runs the tests.
+# Python packages go into a project virtual environment, .venv/ (override with VENV=...).
+
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(VENV)/bin
+CORES ?= all
+# A CPU build of PyTorch; a bare `torch` would pull a multi-GB CUDA build. On a GPU machine
+# install the CUDA build of the same version into $(VENV) first; pip keeps it.
+TORCH ?= torch==2.13.0
+STAMP := $(VENV)/.epiformer-installed
+
+.PHONY: demo test setup bedtools lint clean
+
+demo: setup bedtools
+	$(BIN)/snakemake --cores $(CORES)
+	$(BIN)/snakemake --cores $(CORES) --report results/report.html
+	@echo "Done: results/summary.md, results/plots/, results/report.html"
+	@echo "To run snakemake yourself: source $(VENV)/bin/activate"
+
+test: setup bedtools
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { \
+	  echo "Cannot create $(VENV). On Debian/Ubuntu: sudo apt-get install -y python3-venv"; exit 1; }
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet "$(TORCH)" -e ".[workflow,test]"
+	touch $(STAMP)
+
+bedtools:
+	@command -v bedtools >/dev/null 2>&1 && exit 0; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "Installing bedtools with apt-get"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bedtools; \
+	else \
+	  echo "bedtools is missing. Install it with:  sudo apt-get install -y bedtools"; \
+	  echo "  (or, with conda:  conda install -c conda-forge -c bioconda bedtools)"; \
+	  exit 1; \
+	fi
+
+lint: setup
+	$(BIN)/snakemake --lint
+
+clean:
+	rm -rf results logs .epiformer-checkpoints benchmarks/out .snakemake

@@ -1,0 +1,85 @@
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from safetensors.numpy import load_file
+
+from epiformer.data import ShardError, load_split, unpack
+from epiformer.encode import encode_shards, one_hot, pack_one_hot
+from epiformer.genome import Genome
+
+
+def test_one_hot_channels_and_n_rows():
+    onehot = one_hot([b"ACGTNacgtR"])[0]
+    expected = np.zeros((10, 4), np.uint8)
+    for i, channel in enumerate([0, 1, 2, 3, None, 0, 1, 2, 3, None]):
+        if channel is not None:
+            expected[i, channel] = 1
+    np.testing.assert_array_equal(onehot, expected)
+
+
+def test_packing_is_numpy_packbits_big_endian_and_round_trips():
+    onehot = one_hot([b"ACGTNNCA", b"TTTTGGGG"])
+    packed = pack_one_hot(onehot)
+    assert packed.dtype == np.uint8 and packed.shape == (2, 4)  # L / 2 bytes
+    assert packed[0, 0] == 0b10000100  # A = 1000, C = 0100, big bit order
+    np.testing.assert_array_equal(unpack(packed, 8), onehot)
+
+
+def windows_frame(rows, split="train"):
+    frame = pd.DataFrame(rows, columns=["enhancer_chrom", "enhancer_start", "enhancer_end",
+                                        "promoter_chrom", "promoter_start", "promoter_end"])  # fmt: skip
+    frame.insert(0, "pair_id", range(len(frame)))
+    frame.insert(1, "label", [i % 2 for i in range(len(frame))])
+    frame.insert(2, "split", split)
+    return frame
+
+
+@pytest.fixture
+def shards(small_fasta, tmp_path):
+    path, _ = small_fasta
+    rows = [("chrA", s, s + 20, "chrB", 280 - s, 296 - s, ) for s in range(0, 480, 40)]
+    windows = windows_frame(rows)
+    windows.loc[windows.index[-3:], "split"] = "test"
+    manifest = encode_shards(windows, path, tmp_path / "shards", flank=3, shard_size=4)
+    return path, windows, manifest, tmp_path / "shards"
+
+
+def test_shards_hold_the_genome_with_flanks(shards):
+    path, windows, manifest, shard_dir = shards
+    genome = Genome(path)
+    data = load_split(shard_dir, "train")
+    assert manifest["lengths"] == {"enhancer": 26, "promoter": 22}
+    assert [s["rows"] for s in manifest["shards"]] == [4, 4, 1, 3]
+    for row, pair_id in enumerate(data.pair_id):
+        window = windows.set_index("pair_id").loc[pair_id]
+        for element, length in data.lengths.items():
+            start, end = window[f"{element}_start"] - 3, window[f"{element}_end"] + 3
+            expected = one_hot([genome.fetch(window[f"{element}_chrom"], start, end)])[0]
+            np.testing.assert_array_equal(unpack(data.packed[element][row : row + 1], length)[0], expected)
+    assert data.label.tolist() == windows.loc[windows.split == "train", "label"].tolist()
+
+
+def test_encoding_is_deterministic_and_manifest_lists_inputs(shards, tmp_path):
+    path, windows, manifest, shard_dir = shards
+    again = encode_shards(windows, path, tmp_path / "again", flank=3, shard_size=4)
+    assert [s["sha256"] for s in again["shards"]] == [s["sha256"] for s in manifest["shards"]]
+    saved = json.loads((shard_dir / "manifest.json").read_text())
+    assert saved["channels"] == "ACGT" and saved["flank"] == 3 and saved["inputs"]["genome_index_sha256"]
+    assert not list(shard_dir.rglob(".*tmp*"))  # no temporary files left behind
+    tensors = load_file(str(shard_dir / "train" / "shard-00000.safetensors"))
+    assert tensors["pair_id"].dtype == np.int64 and tensors["label"].dtype == np.uint8
+
+
+def test_corrupt_or_missing_shard_is_refused(shards):
+    _, _, _, shard_dir = shards
+    shard = shard_dir / "train" / "shard-00001.safetensors"
+    data = bytearray(shard.read_bytes())
+    data[-1] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    with pytest.raises(ShardError, match="shard-00001.*SHA-256"):
+        load_split(shard_dir, "train")
+    shard.unlink()
+    with pytest.raises(ShardError, match="missing"):
+        load_split(shard_dir, "train")

@@ -1,0 +1,53 @@
+import pytest
+import torch
+
+from epiformer.model import EPITransformer, ModelConfig, count_parameters
+
+
+def one_hot(batch, length, seed):
+    generator = torch.Generator().manual_seed(seed)
+    return torch.nn.functional.one_hot(torch.randint(0, 4, (batch, length), generator=generator), 4).float()
+
+
+@pytest.mark.parametrize("attention", ["linear", "softmax"])
+@pytest.mark.parametrize("patch, kernel", [(1, 1), (4, 12), (3, 4)])
+def test_output_does_not_change_when_padding_is_added(attention, patch, kernel):
+    torch.manual_seed(0)
+    model = EPITransformer(ModelConfig(attention=attention, d_model=16, n_heads=2, d_ff=32, patch_size=patch,
+                                       kernel_size=kernel, dropout=0.0)).eval()  # fmt: skip
+    enhancer, promoter = one_hot(1, 24, 1), one_hot(1, 18, 2)
+    alone = model(enhancer, promoter)
+    padded_e = torch.cat([enhancer, one_hot(1, 12, 3)], dim=1)  # garbage bases behind the mask
+    padded_p = torch.cat([promoter, one_hot(1, 9, 4)], dim=1)
+    valid_e = torch.arange(36)[None] < 24
+    valid_p = torch.arange(27)[None] < 18
+    together = model(padded_e, padded_p, valid_e, valid_p)
+    torch.testing.assert_close(together, alone, atol=1e-5, rtol=1e-5)
+
+
+def test_batches_may_mix_widths():
+    torch.manual_seed(0)
+    model = EPITransformer(ModelConfig(d_model=16, n_heads=2, d_ff=32, patch_size=4, kernel_size=8, dropout=0)).eval()
+    short_e, short_p, long_e, long_p = one_hot(1, 16, 1), one_hot(1, 12, 2), one_hot(1, 32, 3), one_hot(1, 24, 4)
+    batch_e = torch.cat([torch.nn.functional.pad(short_e, (0, 0, 0, 16)), long_e])
+    batch_p = torch.cat([torch.nn.functional.pad(short_p, (0, 0, 0, 12)), long_p])
+    valid_e = torch.stack([torch.arange(32) < 16, torch.ones(32, dtype=torch.bool)])
+    valid_p = torch.stack([torch.arange(24) < 12, torch.ones(24, dtype=torch.bool)])
+    mixed = model(batch_e, batch_p, valid_e, valid_p)
+    torch.testing.assert_close(mixed, torch.cat([model(short_e, short_p), model(long_e, long_p)]), atol=1e-5, rtol=1e-5)
+
+
+def test_linear_and_softmax_twins_differ_only_in_attention():
+    linear = EPITransformer(ModelConfig(attention="linear", patch_size=4, kernel_size=12))
+    softmax = EPITransformer(ModelConfig(attention="softmax", patch_size=4, kernel_size=12))
+    assert count_parameters(linear) == count_parameters(softmax)
+    softmax.load_state_dict(linear.state_dict())  # identical parameter names and shapes
+
+
+def test_config_rejects_impossible_shapes():
+    with pytest.raises(ValueError, match="divisible"):
+        ModelConfig(d_model=10, n_heads=3)
+    with pytest.raises(ValueError, match="kernel_size"):
+        ModelConfig(patch_size=4, kernel_size=2)
+    with pytest.raises(ValueError, match="attention"):
+        ModelConfig(attention="performer")

@@ -1,0 +1,102 @@
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from epiformer.encode import encode_shards
+from epiformer.genome import Genome
+from epiformer.model import ModelConfig
+from epiformer.pairs import read_pairs
+from epiformer.train import TrainConfig, load_trained_model, select_device, train_model
+from epiformer.windows import SplitSpec, assign_splits, make_windows
+
+TINY_MODEL = ModelConfig(d_model=16, n_layers=1, n_heads=2, d_ff=32, patch_size=4, kernel_size=8, dropout=0.1)
+
+
+@pytest.fixture(scope="module")
+def shard_dir(tiny_demo, tmp_path_factory):
+    pairs = read_pairs(tiny_demo["demo_a"])
+    windows, _ = make_windows(pairs, Genome(tiny_demo["genome"]).sizes, 64, 48)
+    windows = assign_splits(windows, SplitSpec(val_chromosomes=("chr2",), test_chromosomes=("chr3",)))
+    out = tmp_path_factory.mktemp("shards")
+    encode_shards(windows, tiny_demo["genome"], out, flank=4, shard_size=64)
+    return out
+
+
+def train_config(**overrides):
+    return TrainConfig(**{"epochs": 3, "batch_size": 16, "learning_rate": 3e-3, "max_shift": 4, **overrides})
+
+
+def test_training_writes_a_model_that_loads_and_a_log_per_epoch(shard_dir, tmp_path):
+    description = train_model(shard_dir, TINY_MODEL, train_config(), tmp_path / "out", tmp_path / "ckpt")
+    log = pd.read_csv(tmp_path / "out" / "train_log.tsv", sep="\t")
+    assert log["epoch"].tolist() == [1, 2, 3]
+    assert log["val_auroc"].between(0, 1).all() and (log["tokens_per_s"] > 0).all()
+    saved = json.loads((tmp_path / "out" / "model.json").read_text())
+    assert saved == json.loads(json.dumps(description))
+    assert saved["widths"] == {"enhancer": 64, "promoter": 48} and saved["model"]["patch_size"] == 4
+    assert saved["best_val_auprc"] == pytest.approx(log["val_auprc"].max())
+    model, _ = load_trained_model(tmp_path / "out")
+    logits = model(torch.zeros(2, 64, 4), torch.zeros(2, 48, 4))
+    assert logits.shape == (2,)
+
+
+def test_same_seed_gives_identical_weights(shard_dir, tmp_path):
+    for run in ("a", "b"):
+        train_model(shard_dir, TINY_MODEL, train_config(epochs=2), tmp_path / run, tmp_path / f"ckpt-{run}")
+    a, b = load_file(str(tmp_path / "a" / "model.safetensors")), load_file(str(tmp_path / "b" / "model.safetensors"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+KILLED_RUN = """
+import os, sys
+import epiformer.train as train
+from epiformer.model import ModelConfig
+from epiformer.train import TrainConfig
+real_save = train.save_checkpoint
+def save_then_die(directory, state):
+    real_save(directory, state)
+    os._exit(137)  # killed right after the first epoch's checkpoint
+train.save_checkpoint = save_then_die
+model, config = ModelConfig(**{model}), TrainConfig(**{config})
+train.train_model(sys.argv[1], model, config, sys.argv[2], sys.argv[3])
+"""
+
+
+def test_a_killed_training_resumes_to_the_same_result(shard_dir, tmp_path):
+    config = train_config(epochs=3)
+    train_model(shard_dir, TINY_MODEL, config, tmp_path / "straight", tmp_path / "ckpt-straight")
+    script = KILLED_RUN.format(model=TINY_MODEL.to_dict(), config=vars(config))
+    killed = subprocess.run([sys.executable, "-c", script, str(shard_dir), str(tmp_path / "resumed"),
+                             str(tmp_path / "ckpt")], capture_output=True, text=True)  # fmt: skip
+    assert killed.returncode == 137, killed.stderr
+    assert not (tmp_path / "resumed" / "model.safetensors").exists()
+    train_model(shard_dir, TINY_MODEL, config, tmp_path / "resumed", tmp_path / "ckpt")
+    straight = load_file(str(tmp_path / "straight" / "model.safetensors"))
+    resumed = load_file(str(tmp_path / "resumed" / "model.safetensors"))
+    assert all(torch.equal(straight[k], resumed[k]) for k in straight)
+    log = pd.read_csv(tmp_path / "resumed" / "train_log.tsv", sep="\t")
+    assert log["epoch"].tolist() == [1, 2, 3]
+
+
+def test_cuda_request_without_a_gpu_fails_at_once():
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    with pytest.raises(RuntimeError, match="no CUDA GPU"):
+        select_device("cuda")
+    assert select_device("auto") == torch.device("cpu")
+
+
+def test_training_reduces_the_loss(shard_dir, tmp_path):
+    """Real optimisation on the tiny demo; whether the model reaches the oracle is the full demo's test."""
+    config = train_config(epochs=8, learning_rate=5e-3)
+    description = train_model(shard_dir, ModelConfig(d_model=32, n_layers=1, n_heads=4, d_ff=64, patch_size=4,
+                                                     kernel_size=12, dropout=0.0), config, tmp_path / "o", tmp_path / "c")  # fmt: skip
+    log = pd.read_csv(tmp_path / "o" / "train_log.tsv", sep="\t")
+    assert log["train_loss"].iloc[-1] < log["train_loss"].iloc[0]
+    assert np.isfinite(description["best_val_auprc"])

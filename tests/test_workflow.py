@@ -1,0 +1,110 @@
+"""A real Snakemake run of a tiny config, the way a user runs it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from tests.conftest import require_bedtools
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+TINY_MODEL = {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32, "patch_size": 4, "kernel_size": 8, "dropout": 0.0}
+
+
+def tiny_config() -> dict:
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config["demo"].update(n_chromosomes=3, chromosome_length=200_000, positives_per_cell=60)
+    config["windows"].update(enhancer_width=64, promoter_width=48)
+    config["split"].update(val_chromosomes=["chr2"], test_chromosomes=["chr3"])
+    config["models"] = {name: {"attention": name, **TINY_MODEL} for name in ("linear", "softmax")}
+    config["train"].update(epochs=1, batch_size=16)
+    config["evaluate"]["bootstrap"] = 20
+    return config
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    require_bedtools()
+    work = tmp_path_factory.mktemp("workflow")
+    for name in ("Snakefile", "workflow", "scripts", "envs"):
+        source = REPO / name
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, work / name)
+    (work / "config").mkdir()
+    (work / "config" / "config.yaml").write_text(yaml.safe_dump(tiny_config()))
+    shutil.copy(REPO / "config" / "samples.tsv", work / "config" / "samples.tsv")
+    return work
+
+
+def snakemake(workdir: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([*SNAKEMAKE, "--cores", "2", *args], cwd=workdir, capture_output=True, text=True,
+                          timeout=timeout)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def finished(workdir):
+    run = snakemake(workdir)
+    assert run.returncode == 0, run.stderr[-5000:]
+    return workdir
+
+
+def test_every_output_exists_for_both_cell_lines_and_models(finished):
+    results = finished / "results"
+    for cell in ("demo_a", "demo_b"):
+        assert (results / cell / "windows.tsv").exists() and (results / cell / "shards" / "manifest.json").exists()
+        audit = pd.read_csv(results / cell / "split_audit.tsv", sep="\t")
+        assert audit["overlapping_windows_a"].sum() == 0  # chromosome split: nothing shared
+        for model in ("linear", "softmax"):
+            folder = results / cell / model
+            for name in ("model.safetensors", "model.json", "train_log.tsv", "predictions.tsv", "metrics.json"):
+                assert (folder / name).stat().st_size > 0, folder / name
+            metrics = json.loads((folder / "metrics.json").read_text())
+            predictions = pd.read_csv(folder / "predictions.tsv", sep="\t")
+            assert metrics["n_test"] == len(predictions) and set(predictions.columns) == {"pair_id", "label", "score"}
+            assert predictions["score"].between(0, 1).all()
+            assert (results / "plots" / cell / f"{model}.training.png").stat().st_size > 1000
+        assert (results / "plots" / cell / "roc_pr.png").stat().st_size > 1000
+    summary = pd.read_csv(results / "summary.tsv", sep="\t")
+    assert len(summary) == 4 and summary["oracle_auroc"].between(0.5, 1).all()
+
+
+def test_windows_follow_the_design_rule(finished):
+    windows = pd.read_csv(finished / "results" / "demo_a" / "windows.tsv", sep="\t")
+    pairs = pd.read_csv(finished / "resources" / "demo" / "demo_a.pairs.csv").iloc[windows["pair_id"]]
+    centre = (pairs["enhancer_start"].to_numpy() + pairs["enhancer_end"].to_numpy()) // 2
+    assert ((windows["enhancer_start"] == centre - 32) & (windows["enhancer_end"] == centre + 32)).all()
+    assert set(windows.loc[windows.split == "test", "enhancer_chrom"]) == {"chr3"}
+
+
+def test_rerun_has_nothing_to_do_and_report_builds(finished):
+    dry = snakemake(finished, "-n")
+    assert dry.returncode == 0 and "Nothing to be done" in dry.stdout + dry.stderr
+    report = snakemake(finished, "--report", "results/report.html")
+    assert report.returncode == 0, report.stderr[-3000:]
+    html = (finished / "results" / "report.html").read_text(errors="replace")
+    assert "roc_pr.png" in html and "summary.tsv" in html
+
+
+def test_changing_one_model_reruns_only_that_model(finished):
+    config = yaml.safe_load((finished / "config" / "config.yaml").read_text())
+    config["models"]["softmax"]["d_ff"] = 48
+    (finished / "config" / "config.yaml").write_text(yaml.safe_dump(config))
+    dry = snakemake(finished, "-n")
+    jobs = dry.stdout
+    assert "wildcards: cell=demo_a, model=softmax" in jobs and "model=linear" not in jobs
+
+
+def test_bad_config_is_rejected_before_any_job(workdir, tmp_path):
+    config = tiny_config()
+    config["split"]["mode"] = "sideways"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(config))
+    run = snakemake(workdir, "-n", "--configfile", str(bad))
+    assert run.returncode != 0 and "sideways" in run.stdout + run.stderr
