@@ -3,13 +3,14 @@ import torch
 
 from epiformer.ops import linear_attention, naive_linear_attention, naive_softmax_attention, softmax_attention
 
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU"))]
 SHAPES = [(1, 1, 1, 4), (2, 4, 17, 8), (3, 2, 64, 16), (1, 8, 5, 32)]
 PAIRS = [(linear_attention, naive_linear_attention), (softmax_attention, naive_softmax_attention)]
 
 
-def random_qkv(shape, dtype=torch.float64, seed=0):
+def random_qkv(shape, dtype=torch.float64, seed=0, device="cpu"):
     generator = torch.Generator().manual_seed(seed)
-    return [torch.randn(shape, generator=generator, dtype=dtype, requires_grad=True) for _ in range(3)]
+    return [torch.randn(shape, generator=generator, dtype=dtype).to(device).requires_grad_() for _ in range(3)]
 
 
 def random_mask(batch, length, seed=1):
@@ -23,9 +24,10 @@ def random_mask(batch, length, seed=1):
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("masked", [False, True])
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-def test_matches_naive_reference_in_outputs_and_gradients(fast, naive, shape, masked, dtype):
-    mask = random_mask(shape[0], shape[2]) if masked else None
-    q, k, v = random_qkv(shape, dtype)
+@pytest.mark.parametrize("device", DEVICES)
+def test_matches_naive_reference_in_outputs_and_gradients(fast, naive, shape, masked, dtype, device):
+    mask = random_mask(shape[0], shape[2]).to(device) if masked else None
+    q, k, v = random_qkv(shape, dtype, device=device)
     out = fast(q, k, v, key_padding_mask=mask)
     grads = torch.autograd.grad(out.square().sum(), (q, k, v))
     q2, k2, v2 = (t.detach().clone().requires_grad_() for t in (q, k, v))
@@ -56,10 +58,11 @@ def test_linear_attention_never_forms_a_t_by_t_matrix():
     assert out.shape == (1, 1, 100_000, 8) and torch.isfinite(out).all()
 
 
-def test_linear_attention_keeps_float32_normaliser_under_bf16_autocast():
-    q, k, v = (t.detach().float() for t in random_qkv((1, 2, 300, 8)))
+@pytest.mark.parametrize("device", DEVICES)
+def test_linear_attention_keeps_float32_normaliser_under_bf16_autocast(device):
+    q, k, v = (t.detach().float() for t in random_qkv((1, 2, 300, 8), device=device))
     reference = linear_attention(q, k, v)
-    with torch.autocast("cpu", dtype=torch.bfloat16):
+    with torch.autocast(device, dtype=torch.bfloat16):
         out = linear_attention(q.bfloat16(), k.bfloat16(), v.bfloat16())
     assert out.dtype == torch.bfloat16
     torch.testing.assert_close(out.float(), reference, atol=0.05, rtol=0.05)

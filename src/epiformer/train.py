@@ -155,7 +155,9 @@ def train_model(
         torch.set_rng_state(state["torch_rng"])
         history, best, start_epoch = state["history"], state["best"], state["epoch"]
         log.info("Resumed from %s at epoch %d", _checkpoint_path(checkpoint_dir), start_epoch)
-    tokens_per_pair = sum(train_data.lengths.values()) - 4 * train_data.flank
+    # Model tokens (one per patch), not bases: the unit attention cost grows with.
+    tokens_per_pair = sum(-(-(length - 2 * train_data.flank) // model_config.patch_size)
+                          for length in train_data.lengths.values())  # fmt: skip
 
     for epoch in range(start_epoch + 1, train_config.epochs + 1):
         model.train()
