@@ -2,7 +2,8 @@
 
 import pandas as pd
 
-from epiformer.encode import encode_shards, sha256_file
+from epiformer.encode import encode_shards
+from epiformer.fileio import sha256_file
 from epiformer.runlog import setup_logging
 
 log = setup_logging(snakemake.log[0])

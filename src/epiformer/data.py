@@ -17,7 +17,8 @@ import numpy as np
 import torch
 from safetensors.numpy import load_file
 
-from epiformer.encode import FORMAT_VERSION, sha256_file
+from epiformer.encode import FORMAT_VERSION
+from epiformer.fileio import sha256_file
 
 ELEMENTS = ("enhancer", "promoter")
 

@@ -17,9 +17,7 @@ written to a temporary name and renamed, so a killed job leaves nothing that loo
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +25,7 @@ import pandas as pd
 from safetensors.numpy import save_file
 
 from epiformer import __version__
+from epiformer.fileio import atomic_write, atomic_write_bytes, sha256_file
 from epiformer.genome import Genome
 
 FORMAT_VERSION = 1
@@ -48,31 +47,21 @@ def pack_one_hot(onehot: np.ndarray) -> np.ndarray:
     return np.packbits(onehot.reshape(len(onehot), -1), axis=1, bitorder="big")
 
 
-def sha256_file(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    temporary.write_bytes(data)
-    os.replace(temporary, path)
-
-
 def encode_element(genome: Genome, chroms, starts, ends, flank: int) -> np.ndarray:
     sequences = [genome.fetch(c, int(s) - flank, int(e) + flank) for c, s, e in zip(chroms, starts, ends)]
     return pack_one_hot(one_hot(sequences))
 
 
 def write_shard(path: Path, tensors: dict[str, np.ndarray]) -> str:
-    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    save_file(tensors, str(temporary))
-    digest = sha256_file(temporary)
-    os.replace(temporary, path)
-    return digest
+    """Write one shard atomically; returns its SHA-256."""
+    digests = []
+
+    def write(temporary: Path) -> None:
+        save_file(tensors, str(temporary))
+        digests.append(sha256_file(temporary))
+
+    atomic_write(path, write)
+    return digests[0]
 
 
 def encode_shards(

@@ -16,7 +16,7 @@ import torch
 from sklearn.metrics import average_precision_score, f1_score, matthews_corrcoef, precision_recall_curve, roc_auc_score
 
 from epiformer.data import load_manifest, load_split
-from epiformer.encode import atomic_write_bytes
+from epiformer.fileio import atomic_write_bytes
 from epiformer.train import load_trained_model, predict_split
 
 

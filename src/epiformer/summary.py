@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 from sklearn.metrics import roc_auc_score
 
-from epiformer.encode import atomic_write_bytes
+from epiformer.fileio import atomic_write_bytes
 
 
 @dataclass

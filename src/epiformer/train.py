@@ -15,7 +15,6 @@ import hashlib
 import json
 import logging
 import math
-import os
 import random
 import sys
 import time
@@ -29,7 +28,7 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 
 from epiformer import __version__
 from epiformer.data import iterate_batches, load_manifest, load_split
-from epiformer.encode import atomic_write_bytes
+from epiformer.fileio import atomic_write, atomic_write_bytes
 from epiformer.model import EPITransformer, ModelConfig, count_parameters
 
 log = logging.getLogger(__name__)
@@ -96,10 +95,7 @@ def _checkpoint_path(checkpoint_dir: Path) -> Path:
 
 
 def save_checkpoint(checkpoint_dir: Path, state: dict) -> None:
-    checkpoint_dir.mkdir(parents=True, exist_ok=True)
-    temporary = checkpoint_dir / f".last.pt.tmp-{os.getpid()}"
-    torch.save(state, temporary)
-    os.replace(temporary, _checkpoint_path(checkpoint_dir))
+    atomic_write(_checkpoint_path(checkpoint_dir), lambda temporary: torch.save(state, temporary))
 
 
 def load_checkpoint(checkpoint_dir: Path, fingerprint: str) -> dict | None:
@@ -203,10 +199,7 @@ def train_model(
 
 
 def write_outputs(outdir: Path, best, history, model_config, train_config, manifest, device) -> dict:
-    outdir.mkdir(parents=True, exist_ok=True)
-    temporary = outdir / f".model.safetensors.tmp-{os.getpid()}"
-    save_file(best["weights"], str(temporary))
-    os.replace(temporary, outdir / "model.safetensors")
+    atomic_write(outdir / "model.safetensors", lambda temporary: save_file(best["weights"], str(temporary)))
     lines = ["\t".join(LOG_COLUMNS)] + ["\t".join(str(row[c]) for c in LOG_COLUMNS) for row in history]
     atomic_write_bytes(outdir / "train_log.tsv", ("\n".join(lines) + "\n").encode())
     description = {

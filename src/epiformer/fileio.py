@@ -1,0 +1,44 @@
+"""Writing outputs so that a killed or failed job never leaves a half-written file.
+
+Every output is written to a hidden temporary name in the same folder and renamed into
+place; a rename within one filesystem is atomic.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+
+def temporary_path(path: str | Path) -> Path:
+    path = Path(path)
+    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+
+
+def atomic_write(path: str | Path, write: Callable[[Path], None]) -> None:
+    """Call `write(temporary)` and rename the result to `path`; remove the temporary on failure."""
+    path, temporary = Path(path), temporary_path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        write(temporary)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    atomic_write(path, lambda temporary: temporary.write_bytes(data))
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode())
+
+
+def sha256_file(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
