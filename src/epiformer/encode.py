@@ -36,8 +36,10 @@ for _channel, _base in enumerate(CHANNELS):
     ONE_HOT_TABLE[ord(_base.lower()), _channel] = 1
 
 
-def one_hot(sequences: list[bytes]) -> np.ndarray:
-    """uint8 [N, L, 4] one-hot of equal-length ASCII sequences, by table lookup."""
+def one_hot(sequences: list[bytes] | np.ndarray) -> np.ndarray:
+    """uint8 [N, L, 4] one-hot of equal-length ASCII sequences (or uint8 [N, L] codes), by table lookup."""
+    if isinstance(sequences, np.ndarray):
+        return ONE_HOT_TABLE[sequences]
     codes = np.frombuffer(b"".join(sequences), dtype=np.uint8).reshape(len(sequences), -1)
     return ONE_HOT_TABLE[codes]
 
@@ -48,8 +50,9 @@ def pack_one_hot(onehot: np.ndarray) -> np.ndarray:
 
 
 def encode_element(genome: Genome, chroms, starts, ends, flank: int) -> np.ndarray:
-    sequences = [genome.fetch(c, int(s) - flank, int(e) + flank) for c, s, e in zip(chroms, starts, ends)]
-    return pack_one_hot(one_hot(sequences))
+    """uint8 [N, (W + 2 * flank) / 2]: the packed one-hot of each window plus its flanks."""
+    codes = genome.fetch_many(list(chroms), np.asarray(starts) - flank, np.asarray(ends) + flank)
+    return pack_one_hot(one_hot(codes))
 
 
 def write_shard(path: Path, tensors: dict[str, np.ndarray]) -> str:
