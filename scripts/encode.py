@@ -1,5 +1,8 @@
 """Encode a cell line's windows into bit-packed one-hot shards with a manifest."""
 
+import json
+from pathlib import Path
+
 import pandas as pd
 
 from epiformer.encode import encode_shards
@@ -15,5 +18,6 @@ manifest = encode_shards(
     flank=snakemake.params.flank,
     shard_size=snakemake.params.shard_size,
     pairs_sha256=sha256_file(snakemake.input.pairs),
+    split_report=json.loads(Path(snakemake.input.report).read_text()),
 )
 log.info("Wrote %d shards for %d pairs", len(manifest["shards"]), sum(s["rows"] for s in manifest["shards"]))

@@ -1,13 +1,11 @@
 """Score the validation and test splits with a trained model; write predictions and metrics."""
 
-import json
 from pathlib import Path
 
 from epiformer.evaluate import evaluate_model
 from epiformer.runlog import setup_logging
 
 log = setup_logging(snakemake.log[0])
-split_mode = json.loads(Path(snakemake.input.windows_report).read_text())["split_mode"]
 metrics = evaluate_model(
     Path(snakemake.input.weights).parent,
     snakemake.input.shards,
@@ -15,6 +13,5 @@ metrics = evaluate_model(
     snakemake.output.metrics,
     resamples=snakemake.params.bootstrap,
     seed=snakemake.params.seed,
-    split_mode=split_mode,
 )
 log.info("Test AUROC %.4f, AUPRC %.4f on %d pairs", metrics["auroc"], metrics["auprc"], metrics["n_test"])

@@ -1,7 +1,12 @@
 """ROC and precision-recall curves of every model of one cell line."""
 
+import json
+from pathlib import Path
+
 from epiformer.plots import plot_roc_pr
 from epiformer.runlog import setup_logging
 
 setup_logging(snakemake.log[0])
-plot_roc_pr(snakemake.wildcards.cell, dict(zip(snakemake.params.models, snakemake.input.predictions)), snakemake.output[0])
+split_mode = json.loads(Path(snakemake.input.metrics[0]).read_text())["split_mode"]
+predictions = dict(zip(snakemake.params.models, snakemake.input.predictions))
+plot_roc_pr(snakemake.wildcards.cell, predictions, snakemake.output[0], split_mode)

@@ -1,7 +1,12 @@
 """Training curves of one (cell line, model)."""
 
+import json
+from pathlib import Path
+
 from epiformer.plots import plot_training
 from epiformer.runlog import setup_logging
 
 setup_logging(snakemake.log[0])
-plot_training(snakemake.wildcards.cell, snakemake.wildcards.model, snakemake.input.log_table, snakemake.output[0])
+split_mode = json.loads(Path(snakemake.input.description).read_text())["split"]["mode"]
+wildcards = snakemake.wildcards
+plot_training(wildcards.cell, wildcards.model, snakemake.input.log_table, snakemake.output[0], split_mode)

@@ -13,7 +13,8 @@ from epiformer.genome import Genome
 from epiformer.model import ModelConfig
 from epiformer.pairs import read_pairs
 from epiformer.train import TrainConfig, load_trained_model, select_device, train_model
-from epiformer.windows import SplitSpec, assign_splits, make_windows
+from epiformer.splits import SplitSpec, assign_splits
+from epiformer.windows import WindowSpec, make_windows
 
 TINY_MODEL = ModelConfig(d_model=16, n_layers=1, n_heads=2, d_ff=32, patch_size=4, kernel_size=8, dropout=0.1)
 
@@ -21,7 +22,7 @@ TINY_MODEL = ModelConfig(d_model=16, n_layers=1, n_heads=2, d_ff=32, patch_size=
 @pytest.fixture(scope="module")
 def shard_dir(tiny_demo, tmp_path_factory):
     pairs = read_pairs(tiny_demo["demo_a"])
-    windows, _ = make_windows(pairs, Genome(tiny_demo["genome"]).sizes, 64, 48)
+    windows, _ = make_windows(pairs, Genome(tiny_demo["genome"]).sizes, WindowSpec(64, 48))
     windows = assign_splits(windows, SplitSpec(val_chromosomes=("chr2",), test_chromosomes=("chr3",)))
     out = tmp_path_factory.mktemp("shards")
     encode_shards(windows, tiny_demo["genome"], out, flank=4, shard_size=64)

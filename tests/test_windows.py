@@ -3,7 +3,8 @@ import pandas as pd
 import pytest
 
 from epiformer.pairs import PairsError
-from epiformer.windows import SplitSpec, assign_splits, make_windows, place_windows, split_audit
+from epiformer.splits import SplitSpec, assign_splits, split_audit
+from epiformer.windows import WindowSpec, make_windows, place_windows
 from tests.conftest import require_bedtools
 
 
@@ -43,7 +44,7 @@ def test_make_windows_counts_every_dropped_pair():
         ("chrS", 10, 20, "chrS", 30, 40, 0),  # chromosome shorter than the window
         ("chr2", 9990, 9999, "chr2", 100, 200, 0),
     ])  # fmt: skip
-    windows, report = make_windows(pairs, SIZES, 100, 80, edge="drop")
+    windows, report = make_windows(pairs, SIZES, WindowSpec(100, 80, edge="drop"))
     assert windows["pair_id"].tolist() == [0]
     assert report.dropped["duplicate_row"] == 1
     assert report.dropped["enhancer_window_off_chromosome"] == 2
@@ -55,14 +56,14 @@ def test_make_windows_counts_every_dropped_pair():
 def test_unknown_chromosome_hints_at_the_chr_prefix():
     pairs = pairs_frame([("1", 100, 200, "1", 500, 600, 1)])
     with pytest.raises(PairsError, match=r"line 2: enhancer_chrom '1' is not in the genome.*'chr1'"):
-        make_windows(pairs, SIZES, 50, 50)
+        make_windows(pairs, SIZES, WindowSpec(50, 50))
 
 
 def test_trans_pairs_need_allow_trans():
     pairs = pairs_frame([("chr1", 100, 200, "chr2", 500, 600, 1)])
     with pytest.raises(PairsError, match="allow_trans"):
-        make_windows(pairs, SIZES, 50, 50)
-    windows, _ = make_windows(pairs, SIZES, 50, 50, allow_trans=True)
+        make_windows(pairs, SIZES, WindowSpec(50, 50))
+    windows, _ = make_windows(pairs, SIZES, WindowSpec(50, 50, allow_trans=True))
     assert len(windows) == 1
 
 
@@ -76,11 +77,11 @@ def random_pairs(n=300, seed=0):
 
 def test_chromosome_split_and_audit_show_no_overlap():
     require_bedtools()
-    windows, _ = make_windows(random_pairs(), SIZES, 100, 100)
+    windows, _ = make_windows(random_pairs(), SIZES, WindowSpec(100, 100))
     windows = assign_splits(windows, SplitSpec(val_chromosomes=("chr2",), test_chromosomes=("chr3",)))
     assert set(windows.loc[windows.split == "test", "enhancer_chrom"]) == {"chr3"}
     audit = split_audit(windows)
-    assert audit["overlapping_windows_a"].tolist() == [0, 0, 0]
+    assert audit["overlapping_windows"].tolist() == [0, 0, 0]
     assert audit["windows_a"].iloc[0] > 0
 
 
@@ -96,16 +97,16 @@ def brute_force_overlaps(windows, first, second):
 
 def test_random_split_is_stratified_and_its_audit_matches_brute_force():
     require_bedtools()
-    windows, _ = make_windows(random_pairs(), SIZES, 100, 100)
+    windows, _ = make_windows(random_pairs(), SIZES, WindowSpec(100, 100))
     windows = assign_splits(windows, SplitSpec(mode="random", test_fraction=0.2, val_fraction=0.1, seed=3))
     rates = windows.groupby("split")["label"].mean()
     assert rates.max() - rates.min() < 0.05
     audit = split_audit(windows).set_index(["split_a", "split_b"])
-    assert audit.loc[("train", "test"), "overlapping_windows_a"] == brute_force_overlaps(windows, "train", "test") > 0
+    assert audit.loc[("train", "test"), "overlapping_windows"] == brute_force_overlaps(windows, "train", "test") > 0
 
 
 def test_split_without_positives_names_the_split_and_chromosomes():
-    windows, _ = make_windows(random_pairs(), SIZES, 100, 100)
+    windows, _ = make_windows(random_pairs(), SIZES, WindowSpec(100, 100))
     windows.loc[windows.enhancer_chrom == "chr3", "label"] = 0
     with pytest.raises(ValueError, match=r"test split \(chromosomes chr3\) has no positives"):
         assign_splits(windows, SplitSpec(val_chromosomes=("chr2",), test_chromosomes=("chr3",)))

@@ -74,8 +74,13 @@ def encode_shards(
     flank: int,
     shard_size: int,
     pairs_sha256: str = "",
+    split_report: dict | None = None,
 ) -> dict:
-    """Write every split's shards and `manifest.json` under `outdir`; returns the manifest."""
+    """Write every split's shards and `manifest.json` under `outdir`; returns the manifest.
+
+    `split_report` is the windows report (or any dict with `split_mode` and `leak_prone`); its
+    split mode travels in the manifest to the model and metrics.
+    """
     outdir = Path(outdir)
     genome = Genome(genome_path)
     widths = {e: int((windows[f"{e}_end"] - windows[f"{e}_start"]).iloc[0]) for e in ("enhancer", "promoter")}
@@ -102,6 +107,8 @@ def encode_shards(
         "widths": widths,
         "flank": flank,
         "lengths": {e: w + 2 * flank for e, w in widths.items()},
+        "split": {"mode": (split_report or {}).get("split_mode", "chromosome"),
+                  "leak_prone": bool((split_report or {}).get("leak_prone", False))},
         "shards": shards,
         "inputs": {"pairs_sha256": pairs_sha256, "genome_index_sha256": genome.index_sha256()},
     }

@@ -59,7 +59,7 @@ def compute_metrics(test: pd.DataFrame, val: pd.DataFrame | None, resamples: int
 
 
 def evaluate_model(model_dir: str | Path, shard_dir: str | Path, predictions_path, metrics_path,
-                   resamples: int = 1000, seed: int = 0, split_mode: str = "chromosome") -> dict:  # fmt: skip
+                   resamples: int = 1000, seed: int = 0) -> dict:  # fmt: skip
     """Score validation and test splits with a trained model; write predictions.tsv and metrics.json."""
     model, _ = load_trained_model(model_dir)
     device = torch.device("cpu")
@@ -68,9 +68,9 @@ def evaluate_model(model_dir: str | Path, shard_dir: str | Path, predictions_pat
         scores, labels, ids = predict_split(model, load_split(shard_dir, split), 256, device)
         frames[split] = pd.DataFrame({"pair_id": ids, "label": labels, "score": scores})
     metrics = compute_metrics(frames["test"], frames["val"], resamples, seed)
-    metrics["split_mode"] = split_mode
-    metrics["leak_prone"] = split_mode == "random"
-    metrics["data_widths"] = load_manifest(shard_dir)["widths"]
+    manifest = load_manifest(shard_dir)
+    metrics.update(split_mode=manifest["split"]["mode"], leak_prone=manifest["split"]["leak_prone"],
+                   data_widths=manifest["widths"])  # fmt: skip
     write_predictions(frames["test"], predictions_path)
     atomic_write_bytes(Path(metrics_path), json.dumps(metrics, indent=2).encode())
     return metrics

@@ -16,7 +16,13 @@ import pandas as pd  # noqa: E402
 from sklearn.metrics import average_precision_score, precision_recall_curve, roc_auc_score, roc_curve  # noqa: E402
 
 
-def plot_roc_pr(cell_line: str, predictions: dict[str, str | Path], out_png: str | Path) -> None:
+def split_caption(split_mode: str) -> str:
+    """What every figure says about its split; a random split is flagged as leak-prone."""
+    return "held-out chromosomes" if split_mode == "chromosome" else f"{split_mode} split - LEAK-PRONE"
+
+
+def plot_roc_pr(cell_line: str, predictions: dict[str, str | Path], out_png: str | Path,
+                split_mode: str = "chromosome") -> None:  # fmt: skip
     """ROC (left) and precision-recall (right, with the prevalence line) for every model of a cell line."""
     fig, (roc_ax, pr_ax) = plt.subplots(1, 2, figsize=(10, 4.5))
     prevalence = None
@@ -31,8 +37,9 @@ def plot_roc_pr(cell_line: str, predictions: dict[str, str | Path], out_png: str
     roc_ax.plot([0, 1], [0, 1], color="grey", linestyle=":", label="chance")
     if prevalence is not None:
         pr_ax.axhline(prevalence, color="grey", linestyle=":", label=f"prevalence {prevalence:.2f}")
-    roc_ax.set(xlabel="False positive rate", ylabel="True positive rate", title=f"{cell_line}: ROC (test split)")
-    pr_ax.set(xlabel="Recall", ylabel="Precision", title=f"{cell_line}: precision-recall (test split)", ylim=(0, 1.02))
+    roc_ax.set(xlabel="False positive rate", ylabel="True positive rate", title=f"{cell_line}: ROC, test ({split_caption(split_mode)})")
+    pr_ax.set(xlabel="Recall", ylabel="Precision", ylim=(0, 1.02),
+               title=f"{cell_line}: precision-recall, test ({split_caption(split_mode)})")  # fmt: skip
     for ax in (roc_ax, pr_ax):
         ax.legend(loc="lower right" if ax is roc_ax else "upper right", fontsize=8)
         ax.grid(alpha=0.3)
@@ -41,7 +48,8 @@ def plot_roc_pr(cell_line: str, predictions: dict[str, str | Path], out_png: str
     plt.close(fig)
 
 
-def plot_training(cell_line: str, model: str, train_log: str | Path, out_png: str | Path) -> None:
+def plot_training(cell_line: str, model: str, train_log: str | Path, out_png: str | Path,
+                  split_mode: str = "chromosome") -> None:  # fmt: skip
     """Loss (left) and validation AUROC/AUPRC (right) per epoch."""
     log = pd.read_csv(train_log, sep="\t")
     fig, (loss_ax, metric_ax) = plt.subplots(1, 2, figsize=(10, 4))
@@ -50,7 +58,8 @@ def plot_training(cell_line: str, model: str, train_log: str | Path, out_png: st
     metric_ax.plot(log["epoch"], log["val_auroc"], marker="o", label="validation AUROC")
     metric_ax.plot(log["epoch"], log["val_auprc"], marker="o", label="validation AUPRC")
     loss_ax.set(xlabel="epoch", ylabel="binary cross-entropy", title=f"{cell_line} / {model}: loss")
-    metric_ax.set(xlabel="epoch", ylabel="score", ylim=(0, 1), title=f"{cell_line} / {model}: validation")
+    metric_ax.set(xlabel="epoch", ylabel="score", ylim=(0, 1),
+                  title=f"{cell_line} / {model}: validation ({split_caption(split_mode)})")  # fmt: skip
     for ax in (loss_ax, metric_ax):
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3)

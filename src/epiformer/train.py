@@ -206,6 +206,7 @@ def write_outputs(outdir: Path, best, history, model_config, train_config, manif
         "model": model_config.to_dict(),
         "parameters": sum(v.numel() for v in best["weights"].values()),
         "widths": manifest["widths"],
+        "split": manifest["split"],
         "train": asdict(train_config),
         "best_epoch": best["epoch"],
         "best_val_auprc": best["auprc"],

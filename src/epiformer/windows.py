@@ -6,37 +6,48 @@ a chromosome end is shifted inside it (`edge="shift"`) or its pair dropped
 (`edge="drop"`); a chromosome shorter than W always drops the pair. Every dropped pair is
 counted by reason; nothing is lost silently.
 
+Pairs whose enhancer or promoter window is more than `max_n_fraction` N are dropped too.
+
 `windows.tsv` columns: pair_id, label, split, distance, enhancer_chrom, enhancer_start,
 enhancer_end, promoter_chrom, promoter_start, promoter_end (window coordinates; distance is
-|enhancer centre - promoter centre| of the windows).
+|enhancer centre - promoter centre| of the windows, -1 for pairs across chromosomes).
+`windows_report.json`: pairs in, kept, dropped by reason, split mode, pairs and positives
+per split.
 """
 
 from __future__ import annotations
 
-import itertools
-import tempfile
+import json
+import logging
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from epiformer.pairs import PairsError
+from epiformer.fileio import atomic_write_text
+from epiformer.genome import Genome, GenomeError
+from epiformer.pairs import PairsError, read_pairs
+from epiformer.splits import SplitSpec, assign_splits, split_audit
 
+log = logging.getLogger(__name__)
 WINDOW_COLUMNS = ["pair_id", "label", "split", "distance"] + [
     f"{element}_{part}" for element in ("enhancer", "promoter") for part in ("chrom", "start", "end")
 ]
-SPLITS = ("train", "val", "test")
+ELEMENTS = ("enhancer", "promoter")
 
 
 @dataclass(frozen=True)
-class SplitSpec:
-    mode: str = "chromosome"
-    val_chromosomes: tuple[str, ...] = ()
-    test_chromosomes: tuple[str, ...] = ()
-    val_fraction: float = 0.1
-    test_fraction: float = 0.2
-    seed: int = 0
+class WindowSpec:
+    enhancer_width: int = 3000
+    promoter_width: int = 2000
+    edge: str = "shift"
+    allow_trans: bool = False
+    max_n_fraction: float = 0.5
+
+    def width(self, element: str) -> int:
+        return self.enhancer_width if element == "enhancer" else self.promoter_width
 
 
 @dataclass
@@ -44,36 +55,55 @@ class WindowReport:
     pairs_in: int = 0
     dropped: Counter = field(default_factory=Counter)
 
-    def as_dict(self, windows: pd.DataFrame, split_mode: str) -> dict:
+    def as_dict(self, windows: pd.DataFrame, split: SplitSpec) -> dict:
         counts = windows.groupby("split")["label"].agg(["size", "sum"])
         return {
             "pairs_in": self.pairs_in,
             "pairs_kept": int(len(windows)),
             "dropped": dict(self.dropped),
-            "split_mode": split_mode,
-            "leak_prone": split_mode == "random",
+            "split_mode": split.mode,
+            "leak_prone": split.leak_prone,
             "splits": {s: {"pairs": int(counts.loc[s, "size"]), "positives": int(counts.loc[s, "sum"])}
                        for s in counts.index},  # fmt: skip
         }
 
 
-def check_chromosomes(pairs: pd.DataFrame, sizes: dict[str, int]) -> None:
-    """Fail on the first chromosome the genome lacks, with a hint when only `chr` differs."""
+def _line(pairs: pd.DataFrame, row: int) -> str:
+    """'file, line N' of a data row (1-based file line), for error messages."""
+    return f"{pairs.attrs.get('path', 'pairs')}, line {pairs.attrs.get('header_lines', 1) + row + 1}"
+
+
+def _flip_chr(name: str) -> str:
+    return name[3:] if name.startswith("chr") else f"chr{name}"
+
+
+def check_chromosomes(pairs: pd.DataFrame, sizes: dict[str, int], genome_name: str = "the genome") -> None:
+    """Fail on chromosomes the genome lacks: a hint about the build when none match, about `chr` when one differs."""
+    used = pd.unique(pairs[["enhancer_chrom", "promoter_chrom"]].to_numpy().ravel())
+    known = [c for c in used if c in sizes or _flip_chr(c) in sizes]
+    some = ", ".join(list(sizes)[:5]) + (", ..." if len(sizes) > 5 else "")
+    if not known:
+        raise GenomeError(
+            f"None of the chromosomes in {pairs.attrs.get('path', 'the pairs')} ({', '.join(map(str, used[:5]))}"
+            f"{', ...' if len(used) > 5 else ''}) is in {genome_name} (it has {some}). The pairs and the genome "
+            "come from different builds or naming schemes (UCSC 'chr1' against Ensembl '1'): use the genome "
+            "the pairs were called on, or rename one side."
+        )
     for column in ("enhancer_chrom", "promoter_chrom"):
         unknown = ~pairs[column].isin(list(sizes))
         if not unknown.any():
             continue
         row = int(unknown.to_numpy().nonzero()[0][0])
         name = pairs[column].iloc[row]
-        flipped = name[3:] if name.startswith("chr") else f"chr{name}"
+        flipped = _flip_chr(name)
         hint = (
             f" The genome names it {flipped!r}: only the `chr` prefix differs; rename one side to match."
             if flipped in sizes
-            else " Use a genome of the same build, or fix the name."
+            else " Use a genome of the same build, or remove the pairs on that sequence."
         )
         raise PairsError(
-            f"{pairs.attrs.get('path', 'pairs')}, line {pairs.attrs.get('header_lines', 1) + row + 1}: "
-            f"{column} {name!r} is not in the genome (it has {', '.join(list(sizes)[:5])}, ...).{hint}"
+            f"{_line(pairs, row)}: {column} {name!r} is not in {genome_name} (it has {some}).{hint} "
+            f"({int(unknown.sum())} row(s) in all.)"
         )
 
 
@@ -92,104 +122,79 @@ def place_windows(starts, ends, width: int, chrom_sizes, edge: str) -> tuple[np.
 
 
 def make_windows(
-    pairs: pd.DataFrame,
-    sizes: dict[str, int],
-    enhancer_width: int,
-    promoter_width: int,
-    edge: str = "shift",
-    allow_trans: bool = False,
+    pairs: pd.DataFrame, sizes: dict[str, int], spec: WindowSpec, genome: Genome | None = None
 ) -> tuple[pd.DataFrame, WindowReport]:
-    """Windows for every pair that fits; the report counts the pairs dropped, by reason."""
-    check_chromosomes(pairs, sizes)
+    """Windows for every pair that fits; the report counts the pairs dropped, by reason.
+
+    With `genome`, pairs whose enhancer or promoter window is more than
+    `spec.max_n_fraction` N are dropped as well.
+    """
+    check_chromosomes(pairs, sizes, f"genome {genome.path}" if genome is not None else "the genome")
     report = WindowReport(pairs_in=len(pairs))
     duplicated = pairs.duplicated(subset=[c for c in pairs.columns if c != "pair_id"])
     report.dropped["duplicate_row"] = int(duplicated.sum())
+    if duplicated.any():
+        log.info("Dropped %d exact duplicate rows", int(duplicated.sum()))
     pairs = pairs[~duplicated]
-    trans = pairs["enhancer_chrom"] != pairs["promoter_chrom"]
-    if trans.any() and not allow_trans:
-        row = int(trans.to_numpy().nonzero()[0][0])
+    trans = (pairs["enhancer_chrom"] != pairs["promoter_chrom"]).to_numpy()
+    if trans.any() and not spec.allow_trans:
+        row = int(trans.nonzero()[0][0])
         raise PairsError(
-            f"{pairs.attrs.get('path', 'pairs')}, pair_id {pairs['pair_id'].iloc[row]}: the enhancer and promoter lie "
-            f"on different chromosomes ({int(trans.sum())} such pairs). Remove them or set windows.allow_trans: true."
+            f"{_line(pairs, int(pairs['pair_id'].iloc[row]))}: the enhancer ({pairs['enhancer_chrom'].iloc[row]}) "
+            f"and promoter ({pairs['promoter_chrom'].iloc[row]}) lie on different chromosomes "
+            f"({int(trans.sum())} such pairs). Remove them or set windows.allow_trans: true."
         )
     out = pd.DataFrame({"pair_id": pairs["pair_id"].to_numpy(), "label": pairs["label"].to_numpy()})
     keep = np.ones(len(pairs), dtype=bool)
-    for element, width in (("enhancer", enhancer_width), ("promoter", promoter_width)):
+    for element in ELEMENTS:
         chroms = pairs[f"{element}_chrom"].to_numpy()
-        starts, fits = place_windows(
-            pairs[f"{element}_start"], pairs[f"{element}_end"], width, [sizes[c] for c in chroms], edge
-        )
+        chrom_sizes = pd.Series(chroms).map(sizes).to_numpy()
+        starts, fits = place_windows(pairs[f"{element}_start"], pairs[f"{element}_end"], spec.width(element),
+                                     chrom_sizes, spec.edge)  # fmt: skip
         report.dropped[f"{element}_window_off_chromosome"] = int((keep & ~fits).sum())
         keep &= fits
-        out[f"{element}_chrom"], out[f"{element}_start"], out[f"{element}_end"] = chroms, starts, starts + width
-    centers = {e: (out[f"{e}_start"] + out[f"{e}_end"]) // 2 for e in ("enhancer", "promoter")}
-    out["distance"] = (centers["enhancer"] - centers["promoter"]).abs().where(~trans.to_numpy(), -1)
+        out[f"{element}_chrom"], out[f"{element}_start"], out[f"{element}_end"] = chroms, starts, starts + spec.width(element)
+    if genome is not None:
+        for element in ELEMENTS:
+            too_many_n = np.zeros(len(out), dtype=bool)
+            too_many_n[keep] = n_fraction(genome, out[keep], element) > spec.max_n_fraction
+            report.dropped[f"{element}_window_mostly_n"] = int(too_many_n.sum())
+            keep &= ~too_many_n
+    centers = {e: (out[f"{e}_start"] + out[f"{e}_end"]) // 2 for e in ELEMENTS}
+    out["distance"] = (centers["enhancer"] - centers["promoter"]).abs().where(~trans, -1)
     out["split"] = ""
     return out[keep].reset_index(drop=True)[WINDOW_COLUMNS], report
 
 
-def assign_splits(windows: pd.DataFrame, spec: SplitSpec) -> pd.DataFrame:
-    """Fill the `split` column; chromosome mode splits on the enhancer's chromosome."""
-    windows = windows.copy()
-    if spec.mode == "chromosome":
-        overlap = set(spec.val_chromosomes) & set(spec.test_chromosomes)
-        if overlap:
-            raise ValueError(f"split: {sorted(overlap)} listed as both validation and test chromosomes")
-        chrom = windows["enhancer_chrom"]
-        windows["split"] = np.where(
-            chrom.isin(spec.test_chromosomes), "test", np.where(chrom.isin(spec.val_chromosomes), "val", "train")
-        )
-    elif spec.mode == "random":
-        rng = np.random.default_rng(spec.seed)
-        windows["split"] = "train"
-        for _, group in windows.groupby("label"):  # stratified: each label split in the same fractions
-            order = rng.permutation(group.index.to_numpy())
-            n_test, n_val = round(len(order) * spec.test_fraction), round(len(order) * spec.val_fraction)
-            windows.loc[order[:n_test], "split"] = "test"
-            windows.loc[order[n_test : n_test + n_val], "split"] = "val"
-    else:
-        raise ValueError(f"split.mode must be 'chromosome' or 'random', not {spec.mode!r}")
-    _check_splits_have_both_labels(windows, spec)
-    return windows
+def n_fraction(genome: Genome, windows: pd.DataFrame, element: str, chunk: int = 20_000) -> np.ndarray:
+    """Fraction of N bases in each window of `element`, read in chunks to bound memory."""
+    fractions = []
+    for offset in range(0, len(windows), chunk):
+        part = windows.iloc[offset : offset + chunk]
+        codes = genome.fetch_many(part[f"{element}_chrom"].tolist(), part[f"{element}_start"], part[f"{element}_end"])
+        fractions.append((codes == ord("N")).mean(axis=1))
+    return np.concatenate(fractions) if fractions else np.zeros(0)
 
 
-def _check_splits_have_both_labels(windows: pd.DataFrame, spec: SplitSpec) -> None:
-    chromosomes = {"val": spec.val_chromosomes, "test": spec.test_chromosomes, "train": ("all others",)}
-    for split in SPLITS:
-        labels = set(windows.loc[windows["split"] == split, "label"])
-        if not {0, 1} <= labels:
-            where = f" (chromosomes {', '.join(chromosomes[split])})" if spec.mode == "chromosome" else ""
-            raise ValueError(
-                f"The {split} split{where} has {'no pairs' if not labels else 'no positives or no negatives'}. "
-                "Choose split chromosomes that hold both interacting and non-interacting pairs."
-            )
+def build_windows(pairs_path, genome_path, window_spec: WindowSpec, split_spec: SplitSpec,
+                  windows_path, audit_path, report_path) -> dict:  # fmt: skip
+    """The whole windows stage: read and check pairs, place windows, split, audit, write.
 
-
-def split_audit(windows: pd.DataFrame, temp_dir: str | None = None) -> pd.DataFrame:
-    """For each pair of splits, how many windows of the first overlap any window of the second.
-
-    Uses `bedtools intersect -u` through pybedtools on the real window coordinates.
+    Outputs are written only once everything has succeeded, each atomically, so a bad
+    input leaves no output behind. Returns the report.
     """
-    import pybedtools
-
-    previous_tempdir = tempfile.tempdir  # pybedtools.set_tempdir changes it for the whole process
-    with tempfile.TemporaryDirectory(dir=temp_dir) as scratch:
-        pybedtools.set_tempdir(scratch)  # pybedtools otherwise fills the system temp folder
-        beds = {split: _split_bed(windows[windows["split"] == split], pybedtools) for split in SPLITS}
-        rows = []
-        for first, second in itertools.combinations(SPLITS, 2):
-            a, b = beds[first], beds[second]
-            overlapping = len(a.intersect(b, u=True)) if len(a) and len(b) else 0
-            rows.append({"split_a": first, "split_b": second, "windows_a": len(a), "overlapping_windows_a": overlapping})
-        pybedtools.cleanup()
-        tempfile.tempdir = previous_tempdir
-    return pd.DataFrame(rows)
-
-
-def _split_bed(windows: pd.DataFrame, pybedtools):
-    intervals = [
-        (row[f"{e}_chrom"], int(row[f"{e}_start"]), int(row[f"{e}_end"]))
-        for _, row in windows.iterrows()
-        for e in ("enhancer", "promoter")
-    ]
-    return pybedtools.BedTool(sorted(set(intervals))).saveas()
+    pairs = read_pairs(pairs_path)
+    log.info("Read %d pairs (%s) from %s", len(pairs), pairs.attrs["format"], pairs_path)
+    with Genome(genome_path) as genome:
+        windows, report = make_windows(pairs, genome.sizes, window_spec, genome)
+    windows = assign_splits(windows, split_spec)
+    summary = report.as_dict(windows, split_spec)
+    log.info("Windows: %s", json.dumps(summary))
+    if split_spec.leak_prone:
+        log.warning("split.mode is random: pairs share elements across splits, so results are leak-prone.")
+    audit = split_audit(windows, temp_dir=str(Path(windows_path).parent))
+    log.info("Split audit:\n%s", audit.to_string(index=False))
+    atomic_write_text(windows_path, windows.to_csv(sep="\t", index=False))
+    atomic_write_text(audit_path, audit.to_csv(sep="\t", index=False))
+    atomic_write_text(report_path, json.dumps(summary, indent=2))
+    return summary

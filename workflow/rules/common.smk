@@ -38,6 +38,10 @@ def get_genome(wildcards):
     return config["genomes"][samples.loc[wildcards.cell, "genome"]]
 
 
+def get_genome_index(wildcards):
+    return get_genome(wildcards) + ".fai"
+
+
 def get_truth(cell):
     return samples.loc[cell, "truth"] if "truth" in samples.columns else ""
 

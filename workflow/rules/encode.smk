@@ -1,7 +1,9 @@
 rule encode:
     input:
         windows="results/{cell}/windows.tsv",
+        report="results/{cell}/windows_report.json",
         genome=get_genome,
+        fai=get_genome_index,
         pairs=get_pairs,
     output:
         shards=directory("results/{cell}/shards"),

@@ -3,7 +3,6 @@ rule evaluate:
         weights="results/{cell}/{model}/model.safetensors",
         description="results/{cell}/{model}/model.json",
         shards="results/{cell}/shards",
-        windows_report="results/{cell}/windows_report.json",
     output:
         predictions="results/{cell}/{model}/predictions.tsv",
         metrics="results/{cell}/{model}/metrics.json",

@@ -1,6 +1,7 @@
 rule plot_roc_pr:
     input:
         predictions=expand("results/{{cell}}/{model}/predictions.tsv", model=MODELS),
+        metrics=expand("results/{{cell}}/{model}/metrics.json", model=MODELS),
     output:
         report(
             "results/plots/{cell}/roc_pr.png",
@@ -21,6 +22,7 @@ rule plot_roc_pr:
 rule plot_training:
     input:
         log_table="results/{cell}/{model}/train_log.tsv",
+        description="results/{cell}/{model}/model.json",
     output:
         report(
             "results/plots/{cell}/{model}.training.png",

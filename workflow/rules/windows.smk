@@ -1,7 +1,23 @@
+rule index_genome:
+    input:
+        fasta="{fasta}",
+    output:
+        fai="{fasta}.fai",
+    wildcard_constraints:
+        fasta="|".join(re.escape(path) for path in config["genomes"].values()),
+    log:
+        "logs/index_genome/{fasta}.log",
+    conda:
+        "../../envs/genome.yaml"
+    script:
+        "../../scripts/index_genome.py"
+
+
 rule windows:
     input:
         pairs=get_pairs,
         genome=get_genome,
+        fai=get_genome_index,
     output:
         windows="results/{cell}/windows.tsv",
         audit="results/{cell}/split_audit.tsv",
