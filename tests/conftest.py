@@ -18,6 +18,12 @@ def tiny_demo(tmp_path_factory):
     return generate_demo(tmp_path_factory.mktemp("demo"), TINY_DEMO)
 
 
+@pytest.fixture(scope="session")
+def full_demo(tmp_path_factory):
+    """The default demo (4.8 Mb genome, 6,000 pairs per cell line)."""
+    return generate_demo(tmp_path_factory.mktemp("full"), DemoSpec())
+
+
 @pytest.fixture
 def small_fasta(tmp_path):
     """Two chromosomes with lowercase and non-ACGT bases; returns (path, sequences)."""

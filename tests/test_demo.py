@@ -11,11 +11,6 @@ from epiformer.pairs import read_pairs
 from tests.conftest import TINY_DEMO
 
 
-@pytest.fixture(scope="module")
-def full_demo(tmp_path_factory):
-    return generate_demo(tmp_path_factory.mktemp("full"), DemoSpec())
-
-
 def test_same_seed_same_bytes_other_seed_other_genome(tiny_demo, tmp_path):
     again = generate_demo(tmp_path / "again", TINY_DEMO)
     for name, path in tiny_demo.items():

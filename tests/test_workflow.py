@@ -108,3 +108,21 @@ def test_bad_config_is_rejected_before_any_job(workdir, tmp_path):
     bad.write_text(yaml.safe_dump(config))
     run = snakemake(workdir, "-n", "--configfile", str(bad))
     assert run.returncode != 0 and "sideways" in run.stdout + run.stderr
+
+
+@pytest.mark.parametrize(
+    "sheet, message",
+    [
+        ("cell_line\tpairs\nx\tp.csv\n", "genome"),  # required column missing
+        ("cell_line\tpairs\tgenome\nbad name\tp.csv\tdemo\n", "bad name"),  # not usable in a path
+        ("cell_line\tpairs\tgenome\nx\tp.csv\thg38\n", "hg38"),  # genome not configured
+    ],
+)
+def test_bad_sample_sheet_is_rejected_before_any_job(workdir, tmp_path, sheet, message):
+    config = tiny_config()
+    config["samples"] = str(tmp_path / "samples.tsv")
+    (tmp_path / "samples.tsv").write_text(sheet)
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    run = snakemake(workdir, "-n", "--configfile", str(tmp_path / "config.yaml"))
+    assert run.returncode != 0 and message in run.stdout + run.stderr
+    assert "Job stats" not in run.stdout
