@@ -19,5 +19,6 @@ manifest = encode_shards(
     shard_size=snakemake.params.shard_size,
     pairs_sha256=sha256_file(snakemake.input.pairs),
     split_report=json.loads(Path(snakemake.input.report).read_text()),
+    workers=snakemake.threads,
 )
 log.info("Wrote %d shards for %d pairs", len(manifest["shards"]), sum(s["rows"] for s in manifest["shards"]))

@@ -1,7 +1,11 @@
 import numpy as np
+import pytest
+import torch
 
-from epiformer.data import SplitData, crop, iterate_batches, reverse_complement
-from epiformer.encode import one_hot, pack_one_hot
+from epiformer.data import PairBatches, ShardError, batch_loader, crop, load_split, reverse_complement
+from epiformer.encode import encode_shards, one_hot
+from epiformer.genome import Genome
+from tests.test_encode import windows_frame
 
 
 def test_crop_takes_each_row_at_its_own_shift():
@@ -18,30 +22,78 @@ def test_reverse_complement_flips_only_selected_rows():
     np.testing.assert_array_equal(out[1], onehot[1])
 
 
-def make_split(n=10, flank=2):
-    rng = np.random.default_rng(0)
-    seqs = [rng.choice(list(b"ACGT"), 12).astype(np.uint8).tobytes() for _ in range(n)]
-    packed = pack_one_hot(one_hot(seqs))
-    return SplitData({"enhancer": packed, "promoter": packed}, np.arange(n) % 2 == 0, np.arange(n) * 10,
-                     {"enhancer": 12, "promoter": 12}, flank), seqs  # fmt: skip
+@pytest.fixture
+def shards(small_fasta, tmp_path):
+    path, _ = small_fasta
+    rows = [("chrA", s, s + 12, "chrB", 200 - s // 3, 212 - s // 3) for s in range(0, 470, 10)]
+    windows = windows_frame(rows)
+    encode_shards(windows, path, tmp_path / "shards", flank=2, shard_size=7)
+    return path, windows, tmp_path / "shards"
 
 
-def test_evaluation_batches_are_centred_and_in_order():
-    data, seqs = make_split()
-    batches = list(iterate_batches(data, 4))
-    assert [len(b["label"]) for b in batches] == [4, 4, 2]
-    first = batches[0]["enhancer"][0].numpy()
-    np.testing.assert_array_equal(first, one_hot([seqs[0][2:10]])[0])
-    assert batches[0]["pair_id"].tolist() == [0, 10, 20, 30]
+def expected_onehot(genome, window, element, shift=0, flank=2):
+    start, end = window[f"{element}_start"] + shift, window[f"{element}_end"] + shift
+    return one_hot([genome.fetch(window[f"{element}_chrom"], start, end)])[0]
 
 
-def test_training_batches_are_reproducible_and_stay_within_the_flank():
-    data, seqs = make_split()
-    one = [b["enhancer"] for b in iterate_batches(data, 4, np.random.default_rng(5), 2, 0.5)]
-    two = [b["enhancer"] for b in iterate_batches(data, 4, np.random.default_rng(5), 2, 0.5)]
-    assert all((a == b).all() for a, b in zip(one, two))
-    batch = next(iterate_batches(data, 10, np.random.default_rng(1), 2, 0.0))
-    for row, pair_id in enumerate(batch["pair_id"].tolist()):
-        seq = seqs[pair_id // 10]
-        candidates = [one_hot([seq[2 + s : 10 + s]])[0] for s in range(-2, 3)]
-        assert any((batch["enhancer"][row].numpy() == c).all() for c in candidates)
+def test_evaluation_batches_are_centred_in_order_and_cover_every_pair(shards):
+    path, windows, shard_dir = shards
+    data = load_split(shard_dir, "train")
+    batches = list(batch_loader(PairBatches(data, 10)))
+    assert [len(b["label"]) for b in batches] == [10, 10, 10, 10, 7]
+    ids = torch.cat([b["pair_id"] for b in batches]).tolist()
+    assert ids == windows["pair_id"].tolist()
+    genome, by_id = Genome(path), windows.set_index("pair_id")
+    for batch in batches:
+        for row, pair_id in enumerate(batch["pair_id"].tolist()):
+            for element in ("enhancer", "promoter"):
+                expected = expected_onehot(genome, by_id.loc[pair_id], element)
+                np.testing.assert_array_equal(batch[element][row].numpy(), expected)
+
+
+def test_training_batches_shift_within_the_flank_and_do_not_depend_on_workers(shards):
+    path, windows, shard_dir = shards
+    data = load_split(shard_dir, "train")
+    batches = PairBatches(data, 8, shuffle=True, seed=3, epoch=1, max_shift=2, reverse_complement_prob=0.0)
+    in_process = list(batch_loader(batches))
+    with_workers = list(batch_loader(batches, workers=2))
+    for a, b in zip(in_process, with_workers):
+        assert all(torch.equal(a[k], b[k]) for k in a)
+    genome, by_id = Genome(path), windows.set_index("pair_id")
+    for batch in in_process:
+        for row, pair_id in enumerate(batch["pair_id"].tolist()):
+            candidates = [expected_onehot(genome, by_id.loc[pair_id], "enhancer", s) for s in range(-2, 3)]
+            assert any((batch["enhancer"][row].numpy() == c).all() for c in candidates)
+    other_epoch = list(batch_loader(PairBatches(data, 8, shuffle=True, seed=3, epoch=2)))
+    assert [b["pair_id"].tolist() for b in other_epoch] != [b["pair_id"].tolist() for b in in_process]
+
+
+def test_ranks_read_disjoint_pairs_that_cover_the_split(shards):
+    _, windows, shard_dir = shards
+    data = load_split(shard_dir, "train")
+    seen = []
+    for rank in range(3):
+        batches = PairBatches(data, 4, shuffle=True, seed=0, epoch=1, rank=rank, world_size=3)
+        seen.append({i for b in batch_loader(batches) for i in b["pair_id"].tolist()})
+    assert not (seen[0] & seen[1] or seen[0] & seen[2] or seen[1] & seen[2])
+    assert set().union(*seen) == set(windows["pair_id"])
+
+
+def test_reverse_complement_augmentation_flips_both_elements_of_a_pair(shards):
+    path, windows, shard_dir = shards
+    data = load_split(shard_dir, "train")
+    batch = PairBatches(data, 47, shuffle=True, seed=1, epoch=1, reverse_complement_prob=1.0)[0]
+    genome, window = Genome(path), windows.set_index("pair_id").loc[int(batch["pair_id"][0])]
+    for element in ("enhancer", "promoter"):
+        forward = expected_onehot(genome, window, element)
+        np.testing.assert_array_equal(batch[element][0].numpy(), forward[::-1, ::-1])
+
+
+def test_a_corrupt_byte_names_the_shard(shards):
+    _, _, shard_dir = shards
+    shard = shard_dir / "train" / "shard-00002.safetensors"
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    shard.write_bytes(bytes(data))
+    with pytest.raises(ShardError, match=r"shard-00002\.safetensors.*SHA-256"):
+        load_split(shard_dir, "train")

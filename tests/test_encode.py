@@ -57,7 +57,7 @@ def test_shards_hold_the_genome_with_flanks(shards):
         for element, length in data.lengths.items():
             start, end = window[f"{element}_start"] - 3, window[f"{element}_end"] + 3
             expected = one_hot([genome.fetch(window[f"{element}_chrom"], start, end)])[0]
-            np.testing.assert_array_equal(unpack(data.packed[element][row : row + 1], length)[0], expected)
+            np.testing.assert_array_equal(unpack(data.packed(element, np.array([row])), length)[0], expected)
     assert data.label.tolist() == windows.loc[windows.split == "train", "label"].tolist()
 
 
@@ -83,3 +83,61 @@ def test_corrupt_or_missing_shard_is_refused(shards):
     shard.unlink()
     with pytest.raises(ShardError, match="missing"):
         load_split(shard_dir, "train")
+
+
+KILLED_ENCODE = """
+import os, signal, sys
+import pandas as pd
+import epiformer.encode as encode
+real_write = encode.write_shard
+written = []
+def write_then_die(path, tensors):
+    digest = real_write(path, tensors)
+    written.append(path)
+    if len(written) == 2:
+        os.kill(os.getpid(), signal.SIGKILL)  # a real kill, half-way through the shards
+    return digest
+encode.write_shard = write_then_die
+windows = pd.read_csv(sys.argv[1], sep="\\t")
+encode.encode_shards(windows, sys.argv[2], sys.argv[3], flank=3, shard_size=4)
+"""
+
+
+def test_killed_encode_leaves_no_manifest_and_a_rerun_matches_an_uninterrupted_run(shards, tmp_path):
+    import subprocess
+    import sys
+
+    path, windows, manifest, _ = shards
+    windows.to_csv(tmp_path / "windows.tsv", sep="\t", index=False)
+    target = tmp_path / "killed"
+    run = subprocess.run([sys.executable, "-c", KILLED_ENCODE, str(tmp_path / "windows.tsv"), str(path), str(target)],
+                         capture_output=True, text=True)  # fmt: skip
+    assert run.returncode == -9, run.stderr
+    assert not (target / "manifest.json").exists() and len(list(target.glob("*/shard-*"))) == 2
+    rerun = encode_shards(windows, path, target, flank=3, shard_size=4)
+    assert rerun["shards"] == manifest["shards"]
+    for entry in manifest["shards"]:
+        assert (target / entry["path"]).read_bytes() == (tmp_path / "shards" / entry["path"]).read_bytes()
+
+
+def test_workers_write_the_same_bytes(shards, tmp_path):
+    path, windows, manifest, _ = shards
+    parallel = encode_shards(windows, path, tmp_path / "parallel", flank=3, shard_size=4, workers=2)
+    assert parallel["shards"] == manifest["shards"]
+
+
+def test_shards_cost_half_a_byte_per_base_plus_little(small_fasta, tmp_path):
+    path, _ = small_fasta
+    windows = windows_frame([("chrA", s, s + 1000, "chrB", s, s + 800) for s in range(0, 400, 2)])
+    manifest = encode_shards(windows, path, tmp_path / "big", flank=10, shard_size=1000)
+    bases = len(windows) * sum(manifest["lengths"].values())
+    size = sum((tmp_path / "big" / s["path"]).stat().st_size for s in manifest["shards"])
+    assert size / bases < 0.51  # 0.5 for the packed one-hot, the rest labels, ids and header
+
+
+def test_fast_packing_equals_the_defined_layout():
+    rng = np.random.default_rng(0)
+    codes = np.frombuffer(b"ACGTNacgtRY-", np.uint8)[rng.integers(0, 12, (50, 64))]
+    from epiformer.encode import pack_codes
+
+    np.testing.assert_array_equal(pack_codes(codes), pack_one_hot(one_hot(codes)))

@@ -95,7 +95,7 @@ def test_shards_hold_exactly_what_bedtools_getfasta_returns(genome, tmp_path, fm
         data = load_split(tmp_path / "shards", split)
         frame = windows.set_index("pair_id").loc[data.pair_id]
         for element, length in data.lengths.items():
-            decoded = unpack(data.packed[element], length)
+            decoded = unpack(data.packed(element, np.arange(len(data))), length)
             cores = [(c, s, e) for c, s, e in zip(frame[f"{element}_chrom"], frame[f"{element}_start"],
                                                   frame[f"{element}_end"])]  # fmt: skip
             for row, sequence in enumerate(bedtools_getfasta(genome, cores, tmp_path)):

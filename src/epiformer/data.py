@@ -1,42 +1,40 @@
-"""Reading shards back (layout in `epiformer.encode`) and serving training batches.
+"""Reading shards back (layout in `epiformer.encode`) and serving batches to the model.
 
-Sequences stay bit-packed in memory (1/32 of float one-hot) and are unpacked per batch.
-Training batches may be augmented: each element is shifted by a random offset within the
-stored flank and, independently per pair, both elements are reverse-complemented.
-Validation and test batches are the centred windows, never augmented.
+Shards are memory-mapped, never loaded whole: a `ShardSet` parses each safetensors header
+and maps the tensors in place, so RAM stays flat however many shards a split has; only
+labels and pair ids (9 bytes a pair) are read eagerly. Sequences stay bit-packed until a
+batch is made, and are unpacked per batch.
+
+`PairBatches` is a map-style dataset whose items are whole batches, for a `DataLoader` with
+`batch_size=None` and any number of workers. Batch i of an epoch holds the same pairs with
+the same augmentation whatever the number of workers: the order comes from
+(seed, epoch) and each batch's augmentation from (seed, epoch, rank, i). With several
+processes (distributed training), rank r of w takes every w-th batch-sized slice of the
+shuffled order, so ranks read disjoint pairs.
+
+Training batches may be augmented: each element shifted by a random offset within the
+stored flank and, independently per pair, both elements reverse-complemented. Validation
+and test batches are the centred windows, never augmented.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass
+import struct
 from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors.numpy import load_file
 
 from epiformer.encode import FORMAT_VERSION
 from epiformer.fileio import sha256_file
 
 ELEMENTS = ("enhancer", "promoter")
+SAFETENSORS_DTYPES = {"U8": np.uint8, "I64": np.int64}
 
 
 class ShardError(ValueError):
     """A shard that is missing, corrupt or does not match its manifest."""
-
-
-@dataclass
-class SplitData:
-    packed: dict[str, np.ndarray]  # element -> uint8 [N, L/2]
-    label: np.ndarray  # uint8 [N]
-    pair_id: np.ndarray  # int64 [N]
-    lengths: dict[str, int]  # stored length L per element (window + 2 * flank)
-    flank: int
-
-    def __len__(self) -> int:
-        return len(self.label)
 
 
 def load_manifest(shard_dir: str | Path) -> dict:
@@ -49,32 +47,78 @@ def load_manifest(shard_dir: str | Path) -> dict:
     return manifest
 
 
-def load_split(shard_dir: str | Path, split: str, verify: bool = True) -> SplitData:
-    """Concatenate one split's shards, checking hashes, shapes and row counts against the manifest."""
-    shard_dir = Path(shard_dir)
-    manifest = load_manifest(shard_dir)
-    parts = []
-    for entry in (s for s in manifest["shards"] if s["split"] == split):
-        path = shard_dir / entry["path"]
+def map_safetensors(path: Path) -> dict[str, np.memmap]:
+    """Memory-map every tensor of a safetensors file without reading its data."""
+    with open(path, "rb") as handle:
+        (header_size,) = struct.unpack("<Q", handle.read(8))
+        header = json.loads(handle.read(header_size))
+    header.pop("__metadata__", None)
+    data_start = 8 + header_size
+    return {
+        name: np.memmap(path, dtype=SAFETENSORS_DTYPES[info["dtype"]], mode="r",
+                        offset=data_start + info["data_offsets"][0], shape=tuple(info["shape"]))  # fmt: skip
+        for name, info in header.items()
+    }
+
+
+class ShardSet:
+    """One split's shards as a single memory-mapped table of pairs."""
+
+    def __init__(self, shard_dir: str | Path, split: str, verify: bool = True):
+        self.shard_dir = Path(shard_dir)
+        manifest = load_manifest(shard_dir)
+        self.entries = [s for s in manifest["shards"] if s["split"] == split]
+        if not self.entries:
+            raise ShardError(f"{shard_dir}: manifest lists no shards for the {split!r} split.")
+        self.lengths: dict[str, int] = dict(manifest["lengths"])
+        self.flank = int(manifest["flank"])
+        self.paths = [self.shard_dir / entry["path"] for entry in self.entries]
+        labels, ids = [], []
+        for path, entry in zip(self.paths, self.entries):
+            tensors = self._check(path, entry, verify)
+            labels.append(np.array(tensors["label"]))
+            ids.append(np.array(tensors["pair_id"]))
+        self.label = np.concatenate(labels)  # uint8 [N]
+        self.pair_id = np.concatenate(ids)  # int64 [N]
+        self.starts = np.cumsum([0] + [entry["rows"] for entry in self.entries])
+        self._maps: list[dict[str, np.memmap]] | None = None
+
+    def _check(self, path: Path, entry: dict, verify: bool) -> dict[str, np.memmap]:
         if not path.exists():
             raise ShardError(f"{path} is listed in the manifest but missing: re-run the encode step.")
         if verify and sha256_file(path) != entry["sha256"]:
             raise ShardError(f"{path}: SHA-256 differs from manifest.json (corrupt or foreign shard); re-encode.")
-        tensors = load_file(str(path))
+        try:
+            tensors = map_safetensors(path)
+        except (ValueError, KeyError, struct.error) as error:
+            raise ShardError(f"{path}: not a readable safetensors shard ({error}); re-encode.") from error
         for element in ELEMENTS:
-            expected = (entry["rows"], manifest["lengths"][element] // 2)
+            expected = (entry["rows"], self.lengths[element] // 2)
             if tensors[element].shape != expected:
                 raise ShardError(f"{path}: {element} has shape {tensors[element].shape}, manifest says {expected}.")
-        parts.append(tensors)
-    if not parts:
-        raise ShardError(f"{shard_dir}: manifest lists no shards for the {split!r} split.")
-    return SplitData(
-        packed={e: np.concatenate([p[e] for p in parts]) for e in ELEMENTS},
-        label=np.concatenate([p["label"] for p in parts]),
-        pair_id=np.concatenate([p["pair_id"] for p in parts]),
-        lengths=dict(manifest["lengths"]),
-        flank=int(manifest["flank"]),
-    )
+        return tensors
+
+    def __len__(self) -> int:
+        return len(self.label)
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_maps": None}  # each worker process maps the files itself
+
+    def packed(self, element: str, rows: np.ndarray) -> np.ndarray:
+        """uint8 [len(rows), L/2] packed one-hot of `element` for the given pair rows (any order)."""
+        if self._maps is None:
+            self._maps = [map_safetensors(path) for path in self.paths]
+        shard_of_row = np.searchsorted(self.starts, rows, side="right") - 1
+        out = np.empty((len(rows), self.lengths[element] // 2), dtype=np.uint8)
+        for shard in np.unique(shard_of_row):
+            here = shard_of_row == shard
+            out[here] = self._maps[shard][element][rows[here] - self.starts[shard]]
+        return out
+
+
+def load_split(shard_dir: str | Path, split: str, verify: bool = True) -> ShardSet:
+    """One split's shards, checked against the manifest (hashes, shapes, row counts)."""
+    return ShardSet(shard_dir, split, verify)
 
 
 def unpack(packed: np.ndarray, length: int) -> np.ndarray:
@@ -96,27 +140,41 @@ def reverse_complement(onehot: np.ndarray, flip: np.ndarray) -> np.ndarray:
     return out
 
 
-def iterate_batches(
-    data: SplitData,
-    batch_size: int,
-    rng: np.random.Generator | None = None,
-    max_shift: int = 0,
-    reverse_complement_prob: float = 0.0,
-) -> Iterator[dict[str, torch.Tensor]]:
-    """Batches of float32 one-hot windows. With `rng`, shuffled and augmented; without, in order, centred."""
-    order = rng.permutation(len(data)) if rng is not None else np.arange(len(data))
-    shift = min(max_shift, data.flank)
-    for offset in range(0, len(order), batch_size):
-        rows = np.sort(order[offset : offset + batch_size])
+class PairBatches(torch.utils.data.Dataset):
+    """Batches of one split for one epoch; item i is batch i (see module docstring)."""
+
+    def __init__(self, shards: ShardSet, batch_size: int, shuffle: bool = False, seed: int = 0, epoch: int = 0,
+                 max_shift: int = 0, reverse_complement_prob: float = 0.0, rank: int = 0, world_size: int = 1):  # fmt: skip
+        self.shards, self.batch_size = shards, batch_size
+        self.seed, self.epoch, self.rank = seed, epoch, rank
+        self.augment = shuffle and (max_shift > 0 or reverse_complement_prob > 0)
+        self.max_shift, self.reverse_complement_prob = min(max_shift, shards.flank), reverse_complement_prob
+        order = np.random.default_rng([seed, epoch]).permutation(len(shards)) if shuffle else np.arange(len(shards))
+        # Disjoint per rank: rank r takes slices r, r + w, r + 2w, ... of batch size.
+        slices = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+        self.batches = slices[rank::world_size]
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        rows = np.sort(self.batches[index])  # sorted rows read the memory map in file order
+        rng = np.random.default_rng([self.seed, self.epoch, self.rank, index]) if self.augment else None
+        flip = rng.random(len(rows)) < self.reverse_complement_prob if rng is not None else None
         batch = {}
-        flip = rng.random(len(rows)) < reverse_complement_prob if rng is not None else None
         for element in ELEMENTS:
-            onehot = unpack(data.packed[element][rows], data.lengths[element])
-            shifts = rng.integers(-shift, shift + 1, len(rows)) if rng is not None else np.zeros(len(rows), int)
-            onehot = crop(onehot, data.flank, shifts)
+            onehot = unpack(self.shards.packed(element, rows), self.shards.lengths[element])
+            shifts = rng.integers(-self.max_shift, self.max_shift + 1, len(rows)) if rng is not None else None
+            onehot = crop(onehot, self.shards.flank, shifts if shifts is not None else np.zeros(len(rows), int))
             if flip is not None and flip.any():
                 onehot = reverse_complement(onehot, flip)
             batch[element] = torch.from_numpy(np.ascontiguousarray(onehot)).float()
-        batch["label"] = torch.from_numpy(data.label[rows].astype(np.float32))
-        batch["pair_id"] = torch.from_numpy(data.pair_id[rows])
-        yield batch
+        batch["label"] = torch.from_numpy(self.shards.label[rows].astype(np.float32))
+        batch["pair_id"] = torch.from_numpy(self.shards.pair_id[rows])
+        return batch
+
+
+def batch_loader(batches: PairBatches, workers: int = 0) -> torch.utils.data.DataLoader:
+    """A DataLoader over whole batches; `workers` processes build them in parallel."""
+    return torch.utils.data.DataLoader(batches, batch_size=None, shuffle=False, num_workers=workers,
+                                       persistent_workers=False, prefetch_factor=4 if workers else None)  # fmt: skip

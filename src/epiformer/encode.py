@@ -18,6 +18,9 @@ written to a temporary name and renamed, so a killed job leaves nothing that loo
 from __future__ import annotations
 
 import json
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +30,7 @@ from safetensors.numpy import save_file
 from epiformer import __version__
 from epiformer.fileio import atomic_write, atomic_write_bytes, sha256_file
 from epiformer.genome import Genome
+from epiformer.runlog import progress
 
 FORMAT_VERSION = 1
 CHANNELS = "ACGT"
@@ -49,10 +53,32 @@ def pack_one_hot(onehot: np.ndarray) -> np.ndarray:
     return np.packbits(onehot.reshape(len(onehot), -1), axis=1, bitorder="big")
 
 
+def _pair_table() -> np.ndarray:
+    """Packed byte of every two-base pair, indexed by the pair read as one little-endian uint16."""
+    nibble = np.packbits(ONE_HOT_TABLE, axis=1, bitorder="big")[:, 0] >> 4  # A -> 0b1000, ..., T -> 0b0001
+    first, second = np.meshgrid(np.arange(256), np.arange(256), indexing="ij")
+    table = np.zeros(65536, dtype=np.uint8)
+    table[first + 256 * second] = (nibble[first] << 4) | nibble[second]
+    return table
+
+
+PAIR_TABLE = _pair_table()
+
+
+def pack_codes(codes: np.ndarray) -> np.ndarray:
+    """uint8 [N, L] ASCII bases -> uint8 [N, L/2], equal to pack_one_hot(one_hot(codes)).
+
+    One table lookup per two bases, without materialising the [N, L, 4] one-hot: the
+    shard layout is defined by pack_one_hot, this is its fast path (tested equal).
+    """
+    pairs = np.ascontiguousarray(codes).view("<u2")  # (N, L/2): first base in the low byte
+    return PAIR_TABLE[pairs]
+
+
 def encode_element(genome: Genome, chroms, starts, ends, flank: int) -> np.ndarray:
     """uint8 [N, (W + 2 * flank) / 2]: the packed one-hot of each window plus its flanks."""
     codes = genome.fetch_many(list(chroms), np.asarray(starts) - flank, np.asarray(ends) + flank)
-    return pack_one_hot(one_hot(codes))
+    return pack_codes(codes)
 
 
 def write_shard(path: Path, tensors: dict[str, np.ndarray]) -> str:
@@ -67,6 +93,54 @@ def write_shard(path: Path, tensors: dict[str, np.ndarray]) -> str:
     return digests[0]
 
 
+@dataclass
+class ShardJob:
+    relative: str  # path under the shard folder, e.g. "train/shard-00000.safetensors"
+    split: str
+    windows: pd.DataFrame
+
+
+def plan_shards(windows: pd.DataFrame, shard_size: int) -> list[ShardJob]:
+    """Consecutive chunks of at most `shard_size` pairs per split, in windows.tsv order."""
+    jobs = []
+    for split, frame in windows.groupby("split", sort=False):
+        for number, offset in enumerate(range(0, len(frame), shard_size)):
+            jobs.append(ShardJob(f"{split}/shard-{number:05d}.safetensors", split, frame.iloc[offset : offset + shard_size]))
+    return jobs
+
+
+def encode_one_shard(genome: Genome, job: ShardJob, outdir: Path, flank: int) -> dict:
+    """Encode and write one shard; returns its manifest entry."""
+    tensors = {
+        e: encode_element(genome, job.windows[f"{e}_chrom"], job.windows[f"{e}_start"], job.windows[f"{e}_end"], flank)
+        for e in ("enhancer", "promoter")
+    }
+    tensors["label"] = job.windows["label"].to_numpy(dtype=np.uint8)
+    tensors["pair_id"] = job.windows["pair_id"].to_numpy(dtype=np.int64)
+    digest = write_shard(outdir / job.relative, tensors)
+    return {"path": job.relative, "split": job.split, "rows": len(job.windows),
+            "positives": int(tensors["label"].sum()), "sha256": digest}  # fmt: skip
+
+
+_worker_genome: Genome | None = None
+
+
+def _open_worker_genome(genome_path: str) -> None:
+    global _worker_genome
+    _worker_genome = Genome(genome_path)  # one handle per worker process, never shared
+
+
+def _encode_in_worker(job: ShardJob, outdir: Path, flank: int) -> dict:
+    return encode_one_shard(_worker_genome, job, outdir, flank)
+
+
+def clear_previous_run(outdir: Path) -> None:
+    """Remove the manifest first, then shards and temporaries a killed run may have left."""
+    (outdir / "manifest.json").unlink(missing_ok=True)
+    for path in list(outdir.glob("*/shard-*.safetensors")) + list(outdir.glob("**/.*.tmp-*")):
+        path.unlink()
+
+
 def encode_shards(
     windows: pd.DataFrame,
     genome_path: str | Path,
@@ -75,30 +149,30 @@ def encode_shards(
     shard_size: int,
     pairs_sha256: str = "",
     split_report: dict | None = None,
+    workers: int = 1,
 ) -> dict:
     """Write every split's shards and `manifest.json` under `outdir`; returns the manifest.
 
-    `split_report` is the windows report (or any dict with `split_mode` and `leak_prone`); its
-    split mode travels in the manifest to the model and metrics.
+    The manifest is written last, so a folder without one is never mistaken for finished;
+    a re-run first clears what an interrupted run left. `workers` processes encode shards
+    in parallel, each with its own genome handle; the bytes do not depend on `workers`.
+    `split_report` is the windows report (or any dict with `split_mode` and `leak_prone`);
+    its split mode travels in the manifest to the model and metrics.
     """
     outdir = Path(outdir)
-    genome = Genome(genome_path)
+    outdir.mkdir(parents=True, exist_ok=True)
+    clear_previous_run(outdir)
+    jobs = plan_shards(windows, shard_size)
+    for split in {job.split for job in jobs}:
+        (outdir / split).mkdir(exist_ok=True)
+    with Genome(genome_path) as genome:
+        if workers > 1:
+            with ProcessPoolExecutor(workers, initializer=_open_worker_genome, initargs=(str(genome_path),)) as pool:
+                entries = list(progress(pool.map(_encode_in_worker, jobs, repeat(outdir), repeat(flank)), len(jobs), "shards"))
+        else:
+            entries = [encode_one_shard(genome, job, outdir, flank) for job in progress(jobs, len(jobs), "shards")]
+        genome_sha256 = genome.index_sha256()
     widths = {e: int((windows[f"{e}_end"] - windows[f"{e}_start"]).iloc[0]) for e in ("enhancer", "promoter")}
-    shards = []
-    for split, frame in windows.groupby("split", sort=False):
-        (outdir / split).mkdir(parents=True, exist_ok=True)
-        for number, offset in enumerate(range(0, len(frame), shard_size)):
-            chunk = frame.iloc[offset : offset + shard_size]
-            tensors = {
-                e: encode_element(genome, chunk[f"{e}_chrom"], chunk[f"{e}_start"], chunk[f"{e}_end"], flank)
-                for e in ("enhancer", "promoter")
-            }
-            tensors["label"] = chunk["label"].to_numpy(dtype=np.uint8)
-            tensors["pair_id"] = chunk["pair_id"].to_numpy(dtype=np.int64)
-            relative = f"{split}/shard-{number:05d}.safetensors"
-            digest = write_shard(outdir / relative, tensors)
-            shards.append({"path": relative, "split": split, "rows": len(chunk),
-                           "positives": int(tensors["label"].sum()), "sha256": digest})  # fmt: skip
     manifest = {
         "format_version": FORMAT_VERSION,
         "epiformer_version": __version__,
@@ -109,9 +183,9 @@ def encode_shards(
         "lengths": {e: w + 2 * flank for e, w in widths.items()},
         "split": {"mode": (split_report or {}).get("split_mode", "chromosome"),
                   "leak_prone": bool((split_report or {}).get("leak_prone", False))},
-        "shards": shards,
-        "inputs": {"pairs_sha256": pairs_sha256, "genome_index_sha256": genome.index_sha256()},
+        "shards": entries,
+        "inputs": {"pairs_sha256": pairs_sha256, "genome_index_sha256": genome_sha256},
     }
-    genome.close()
     atomic_write_bytes(outdir / "manifest.json", json.dumps(manifest, indent=2).encode())
     return manifest
+

@@ -27,9 +27,10 @@ from safetensors.torch import save_file
 from sklearn.metrics import average_precision_score, roc_auc_score
 
 from epiformer import __version__
-from epiformer.data import iterate_batches, load_manifest, load_split
+from epiformer.data import PairBatches, batch_loader, load_manifest, load_split
 from epiformer.fileio import atomic_write, atomic_write_bytes
 from epiformer.model import EPITransformer, ModelConfig, count_parameters
+from epiformer.runlog import progress
 
 log = logging.getLogger(__name__)
 LOG_COLUMNS = ["epoch", "train_loss", "val_loss", "val_auroc", "val_auprc", "learning_rate", "seconds", "tokens_per_s",
@@ -49,6 +50,7 @@ class TrainConfig:
     seed: int = 0
     device: str = "auto"
     threads: int = 1
+    loader_workers: int = 0
 
 
 def select_device(name: str) -> torch.device:
@@ -81,7 +83,7 @@ def predict_split(model, data, batch_size: int, device: torch.device) -> tuple[n
     """Probabilities, labels and pair ids for a split, centred windows, no augmentation."""
     model.eval()
     scores, labels, ids = [], [], []
-    for batch in iterate_batches(data, batch_size):
+    for batch in batch_loader(PairBatches(data, batch_size)):
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
             logits = model(batch["enhancer"].to(device), batch["promoter"].to(device))
         scores.append(torch.sigmoid(logits.float()).cpu().numpy())
@@ -157,11 +159,13 @@ def train_model(
 
     for epoch in range(start_epoch + 1, train_config.epochs + 1):
         model.train()
-        rng = np.random.default_rng([train_config.seed, epoch])  # so a resumed run sees the same batches
         started, losses = time.perf_counter(), []
-        batches = iterate_batches(train_data, train_config.batch_size, rng, train_config.max_shift,
-                                  0.5 if train_config.reverse_complement else 0.0)  # fmt: skip
-        for batch in _progress(batches, steps_per_epoch, f"epoch {epoch}/{train_config.epochs}"):
+        # Batches depend only on (seed, epoch), so a resumed run sees the same ones.
+        batches = PairBatches(train_data, train_config.batch_size, shuffle=True, seed=train_config.seed, epoch=epoch,
+                              max_shift=train_config.max_shift,
+                              reverse_complement_prob=0.5 if train_config.reverse_complement else 0.0)  # fmt: skip
+        loader = batch_loader(batches, train_config.loader_workers)
+        for batch in progress(loader, steps_per_epoch, f"epoch {epoch}/{train_config.epochs}"):
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
                 logits = model(batch["enhancer"].to(device), batch["promoter"].to(device))
             loss = loss_fn(logits.float(), batch["label"].to(device))
@@ -228,14 +232,6 @@ def _bce(scores: np.ndarray, labels: np.ndarray) -> float:
 
 def _fmt(values) -> list[str]:
     return [f"{v:.4g}" if isinstance(v, float) else str(v) for v in values]
-
-
-def _progress(iterable, total: int, description: str):
-    if not sys.stderr.isatty():
-        return iterable
-    from tqdm import tqdm
-
-    return tqdm(iterable, total=total, desc=description, leave=False)
 
 
 def load_trained_model(model_dir: str | Path, device: torch.device | str = "cpu") -> tuple[EPITransformer, dict]:

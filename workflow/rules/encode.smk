@@ -10,6 +10,7 @@ rule encode:
     params:
         flank=config["augment"]["max_shift"],
         shard_size=config["encode"]["shard_size"],
+    threads: 2
     log:
         "logs/{cell}/encode.log",
     benchmark:
