@@ -17,6 +17,7 @@ include: "workflow/rules/encode.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/benchmark.smk"
 
 
 rule all:

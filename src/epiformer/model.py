@@ -22,6 +22,8 @@ import torch.nn.functional as F
 
 from epiformer.ops import linear_attention, softmax_attention
 
+ATTENTION = {"linear": linear_attention, "softmax": softmax_attention}
+
 
 @dataclass
 class ModelConfig:
@@ -80,7 +82,8 @@ class Tokenizer(nn.Module):
 class Attention(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
-        self.n_heads, self.kind = config.n_heads, config.attention
+        self.n_heads = config.n_heads
+        self.attend = ATTENTION[config.attention]
         self.qkv = nn.Linear(config.d_model, 3 * config.d_model)
         self.out = nn.Linear(config.d_model, config.d_model)
 
@@ -88,8 +91,7 @@ class Attention(nn.Module):
         batch, length, dim = x.shape
         q, k, v = self.qkv(x).view(batch, length, 3, self.n_heads, dim // self.n_heads).permute(2, 0, 3, 1, 4)
         # q, k, v: (B, H, T, D/H)
-        attend = linear_attention if self.kind == "linear" else softmax_attention
-        y = attend(q, k, v, key_padding_mask=padding)  # (B, H, T, D/H)
+        y = self.attend(q, k, v, key_padding_mask=padding)  # (B, H, T, D/H)
         return self.out(y.transpose(1, 2).reshape(batch, length, dim))
 
 

@@ -66,3 +66,31 @@ def plot_training(cell_line: str, model: str, train_log: str | Path, out_png: st
     fig.tight_layout()
     fig.savefig(out_png, dpi=120)
     plt.close(fig)
+
+
+def plot_scaling(table_path: str | Path, out_png: str | Path) -> None:
+    """Time (left) and peak memory (right) against tokens, log-log, with O(T) and O(T^2) guides."""
+    table = pd.read_csv(table_path, sep="\t")
+    fig, (time_ax, memory_ax) = plt.subplots(1, 2, figsize=(11, 4.5))
+    styles = {"linear": "-", "softmax": "--"}
+    for (component, attention), part in table.groupby(["component", "attention"]):
+        label = f"{component}, {attention}"
+        time_ax.plot(part["tokens"], part["seconds"], styles[attention], marker="o", label=label)
+        memory_ax.plot(part["tokens"], part["peak_mb"].clip(lower=0.1), styles[attention], marker="o", label=label)
+    anchor = table[(table.component == "attention") & (table.attention == "linear")].sort_values("tokens")
+    if len(anchor):
+        tokens = anchor["tokens"].to_numpy(float)
+        start_t, start_s = tokens[0], anchor["seconds"].iloc[0]
+        time_ax.plot(tokens, start_s * tokens / start_t, color="grey", linestyle=":", label="O(T) guide")
+        time_ax.plot(tokens, start_s * (tokens / start_t) ** 2, color="black", linestyle=":", label="O(T²) guide")
+    time_ax.set(xscale="log", yscale="log", xlabel="tokens T", ylabel="seconds (forward + backward)",
+                title="Time per pass")  # fmt: skip
+    memory_ax.set(xscale="log", yscale="log", xlabel="tokens T", ylabel="peak extra memory (MB)", title="Peak memory")
+    for ax in (time_ax, memory_ax):
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7)
+    device = table["device"].iloc[0] if len(table) else "?"
+    fig.suptitle(f"M7 linear vs softmax attention, batch 1, {device}")
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,20 @@
+rule bench:
+    output:
+        table="results/benchmarks/scaling.tsv",
+        plot=report(
+            "results/plots/scaling.png",
+            caption="../report/scaling.rst",
+            category="Scaling",
+        ),
+    params:
+        lengths=config["benchmark"]["lengths"],
+        softmax_max_tokens=config["benchmark"]["softmax_max_tokens"],
+        model_max_tokens=config["benchmark"]["model_max_tokens"],
+        device=config["benchmark"]["device"],
+    threads: 1
+    log:
+        "logs/benchmarks/scaling.log",
+    conda:
+        "../../envs/train.yaml"
+    script:
+        "../../scripts/scaling.py"
