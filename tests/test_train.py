@@ -101,3 +101,20 @@ def test_training_reduces_the_loss(shard_dir, tmp_path):
     log = pd.read_csv(tmp_path / "o" / "train_log.tsv", sep="\t")
     assert log["train_loss"].iloc[-1] < log["train_loss"].iloc[0]
     assert np.isfinite(description["best_val_auprc"])
+
+
+def test_cpu_runs_in_float32_and_cuda_in_bf16_autocast():
+    from epiformer.train import mixed_precision
+
+    with mixed_precision(torch.device("cpu")):
+        assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.float32
+    if torch.cuda.is_available():
+        with mixed_precision(torch.device("cuda")):
+            assert (torch.ones(2, 2, device="cuda") @ torch.ones(2, 2, device="cuda")).dtype == torch.bfloat16
+
+
+def test_compiled_training_saves_plain_weights(shard_dir, tmp_path):
+    train_model(shard_dir, TINY_MODEL, train_config(epochs=1, compile=True), tmp_path / "out", tmp_path / "ckpt")
+    weights = load_file(str(tmp_path / "out" / "model.safetensors"))
+    assert not any(name.startswith("_orig_mod") for name in weights)
+    load_trained_model(tmp_path / "out")

@@ -24,20 +24,21 @@ def linear_attention(
     """phi(q) (phi(k)^T v) / (phi(q) (phi(k)^T 1) + eps) with phi = elu + 1.
 
     O(T * D^2) time and O(T * D + D^2) memory: the [D, D] key-value summary is formed
-    first, so no T x T tensor ever exists. Computed in (at least) float32 even under autocast: the
+    first, so no T x T tensor ever exists. A column of ones appended to v makes the same two
+    matrix products yield the normaliser phi(q) (phi(k)^T 1) as their last column, saving
+    two passes over the sequence. Computed in (at least) float32 even under autocast: the
     normaliser is a sum over all T keys and loses precision in bf16.
     """
     dtype = q.dtype
     compute = torch.promote_types(dtype, torch.float32)  # bf16/fp16 -> fp32; fp64 stays fp64
     with torch.autocast(device_type=q.device.type, enabled=False):
-        phi_q, phi_k, v = (elu_feature_map(q.to(compute)), elu_feature_map(k.to(compute)), v.to(compute))
+        phi_q, phi_k = elu_feature_map(q.to(compute)), elu_feature_map(k.to(compute))
         if key_padding_mask is not None:
             phi_k = phi_k.masked_fill(key_padding_mask[:, None, :, None], 0.0)
-        kv = torch.einsum("bhtd,bhte->bhde", phi_k, v)  # (B, H, D, D)
-        k_sum = phi_k.sum(dim=2)  # (B, H, D)
-        numerator = torch.einsum("bhtd,bhde->bhte", phi_q, kv)  # (B, H, T, D)
-        denominator = torch.einsum("bhtd,bhd->bht", phi_q, k_sum)  # (B, H, T)
-        out = numerator / (denominator[..., None] + eps)
+        v_ones = F.pad(v.to(compute), (0, 1), value=1.0)  # (B, H, T, D + 1)
+        kv = phi_k.transpose(-1, -2) @ v_ones  # (B, H, D, D + 1): last column is phi(k)^T 1
+        out = phi_q @ kv  # (B, H, T, D + 1): last column is the normaliser
+        out = out[..., :-1] / (out[..., -1:] + eps)
     return out.to(dtype)
 
 

@@ -8,9 +8,12 @@ Each measurement is one forward + backward pass at batch size 1 of a *component*
   output projections, feed-forward, norms and embeddings only), the floor the model's cost
   cannot go below.
 
-On the CPU each point runs in a fresh process, so its peak memory is the rise of the
-process's peak resident set over what it held before the pass; on CUDA it is
-`torch.cuda.max_memory_allocated`. Times are medians over `repeats` passes after a warm-up.
+On the CPU each point runs in a fresh process, and its peak memory is the rise of the
+process's resident set during the pass over what it held before (the kernel's peak mark,
+VmHWM, is reset just before the pass); on CUDA it is
+`torch.cuda.max_memory_allocated`. Times are medians over `repeats` passes after a warm-up pass,
+or that first pass alone when `repeats` is 0 (softmax past 20k tokens, where one pass takes
+minutes and start-up costs are negligible beside it).
 The table has columns component, attention, tokens, seconds, seconds_per_token, peak_mb,
 repeats, device.
 """
@@ -33,9 +36,20 @@ from epiformer.model import ATTENTION, EPITransformer, ModelConfig
 BENCH_MODEL = dict(d_model=64, n_layers=2, n_heads=4, d_ff=128, patch_size=1, kernel_size=1, dropout=0.0)
 
 
-def _rss_mb() -> float:
-    with open("/proc/self/statm") as handle:
-        return int(handle.read().split()[1]) * resource.getpagesize() / 2**20
+def _status_mb(field: str) -> float:
+    with open("/proc/self/status") as handle:
+        line = next(line for line in handle if line.startswith(field + ":"))
+    return int(line.split()[1]) / 1024
+
+
+def _reset_peak_rss() -> bool:
+    """Reset the kernel's peak-RSS mark (VmHWM) so that it measures only what follows (Linux >= 4.0)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")
+        return True
+    except OSError:
+        return False
 
 
 def _synchronize(device: torch.device) -> None:
@@ -68,11 +82,16 @@ def measure_point(component: str, attention: str, tokens: int, repeats: int, dev
         torch.cuda.reset_peak_memory_stats(device)
         before = torch.cuda.memory_allocated(device) / 2**20
     else:
-        before = _rss_mb()
-    run()  # the warm-up pass is also the memory measurement
+        before = _status_mb("VmRSS")
+        reset = _reset_peak_rss()
+    started = time.perf_counter()
+    run()  # the first pass measures memory and warms up; it is the timing too when repeats is 0
     _synchronize(device)
-    peak = torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else (
-        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)  # fmt: skip
+    first = time.perf_counter() - started
+    if device.type == "cuda":
+        peak = torch.cuda.max_memory_allocated(device) / 2**20
+    else:  # without a resettable mark, the process's lifetime peak (imports included) is an upper bound
+        peak = _status_mb("VmHWM") if reset else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     times = []
     for _ in range(repeats):
         _synchronize(device)
@@ -80,7 +99,7 @@ def measure_point(component: str, attention: str, tokens: int, repeats: int, dev
         run()
         _synchronize(device)
         times.append(time.perf_counter() - started)
-    seconds = statistics.median(times)
+    seconds = statistics.median(times) if times else first
     return {"component": component, "attention": attention, "tokens": tokens, "seconds": seconds,
             "seconds_per_token": seconds / tokens, "peak_mb": max(peak - before, 0.0), "repeats": repeats,
             "device": str(device)}  # fmt: skip
@@ -106,8 +125,9 @@ def scaling_table(lengths: list[int], softmax_max_tokens: int, model_max_tokens:
             ("projections", "linear")]  # fmt: skip
     rows = []
     for tokens in lengths:
-        repeats = 3 if tokens <= 20_000 else 1
         for component, attention in plan:
+            # Softmax past 20k: one pass takes minutes, so the single measured pass is the timing.
+            repeats = 0 if attention == "softmax" and tokens > 20_000 else 3
             limit = softmax_max_tokens if component == "attention" else model_max_tokens
             if attention == "softmax" and tokens > limit:
                 continue
