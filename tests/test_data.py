@@ -79,7 +79,7 @@ def test_ranks_read_disjoint_pairs_that_cover_the_split(shards):
     assert set().union(*seen) == set(windows["pair_id"])
 
 
-def test_reverse_complement_augmentation_flips_both_elements_of_a_pair(shards):
+def test_reverse_complement_augmentation_with_probability_one_flips_every_element(shards):
     path, windows, shard_dir = shards
     data = load_split(shard_dir, "train")
     batch = PairBatches(data, 47, shuffle=True, seed=1, epoch=1, reverse_complement_prob=1.0)[0]
@@ -87,6 +87,14 @@ def test_reverse_complement_augmentation_flips_both_elements_of_a_pair(shards):
     for element in ("enhancer", "promoter"):
         forward = expected_onehot(genome, window, element)
         np.testing.assert_array_equal(batch[element][0].numpy(), forward[::-1, ::-1])
+    half = PairBatches(data, 47, shuffle=True, seed=1, epoch=1, reverse_complement_prob=0.5)[0]
+    flipped = {}
+    for element in ("enhancer", "promoter"):
+        rows = [Genome(path).fetch(*[windows.set_index("pair_id").loc[int(i), f"{element}_{c}"] for c in
+                                     ("chrom", "start", "end")]) for i in half["pair_id"]]  # fmt: skip
+        forward = torch.from_numpy(one_hot(rows)).float()
+        flipped[element] = (half[element] != forward).flatten(1).any(dim=1)
+    assert 0 < flipped["enhancer"].sum() < 47 and not torch.equal(flipped["enhancer"], flipped["promoter"])
 
 
 def test_a_corrupt_byte_names_the_shard(shards):

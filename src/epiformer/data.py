@@ -13,7 +13,8 @@ processes (distributed training), rank r of w takes every w-th batch-sized slice
 shuffled order, so ranks read disjoint pairs.
 
 Training batches may be augmented: each element shifted by a random offset within the
-stored flank and, independently per pair, both elements reverse-complemented. Validation
+stored flank and reverse-complemented with probability `reverse_complement_prob`, each
+element of each pair drawn independently (enhancers act in either orientation). Validation
 and test batches are the centred windows, never augmented.
 """
 
@@ -160,14 +161,16 @@ class PairBatches(torch.utils.data.Dataset):
     def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
         rows = np.sort(self.batches[index])  # sorted rows read the memory map in file order
         rng = np.random.default_rng([self.seed, self.epoch, self.rank, index]) if self.augment else None
-        flip = rng.random(len(rows)) < self.reverse_complement_prob if rng is not None else None
         batch = {}
         for element in ELEMENTS:
             onehot = unpack(self.shards.packed(element, rows), self.shards.lengths[element])
-            shifts = rng.integers(-self.max_shift, self.max_shift + 1, len(rows)) if rng is not None else None
-            onehot = crop(onehot, self.shards.flank, shifts if shifts is not None else np.zeros(len(rows), int))
-            if flip is not None and flip.any():
-                onehot = reverse_complement(onehot, flip)
+            if rng is None:
+                onehot = crop(onehot, self.shards.flank, np.zeros(len(rows), dtype=int))
+            else:
+                onehot = crop(onehot, self.shards.flank, rng.integers(-self.max_shift, self.max_shift + 1, len(rows)))
+                flip = rng.random(len(rows)) < self.reverse_complement_prob
+                if flip.any():
+                    onehot = reverse_complement(onehot, flip)
             batch[element] = torch.from_numpy(np.ascontiguousarray(onehot)).float()
         batch["label"] = torch.from_numpy(self.shards.label[rows].astype(np.float32))
         batch["pair_id"] = torch.from_numpy(self.shards.pair_id[rows])

@@ -20,7 +20,12 @@ rule windows:
         fai=get_genome_index,
     output:
         windows="results/{cell}/windows.tsv",
-        audit="results/{cell}/split_audit.tsv",
+        audit=report(
+            "results/{cell}/split_audit.tsv",
+            caption="../report/split_audit.rst",
+            category="Data",
+            labels={"cell line": "{cell}", "table": "split audit"},
+        ),
         report="results/{cell}/windows_report.json",
     params:
         windows=config["windows"],
