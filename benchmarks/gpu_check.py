@@ -1,0 +1,63 @@
+"""The CUDA path in one short run, for a machine with a GPU (nothing here needs pyfaidx or Snakemake).
+
+1. the attention tests on CUDA (float32 and bf16 against the naive references);
+2. the scaling table on CUDA (time and peak memory, linear vs softmax);
+3. demo training on CUDA (bf16 autocast) from already-encoded shard folders, with test AUROC
+   and tokens/s per model.
+Usage (shards made here by `make demo`, copied beside the checkout):
+    PYTHONPATH=src python3 benchmarks/gpu_check.py --shards results/demo_a/shards results/demo_b/shards --out OUT
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+from sklearn.metrics import roc_auc_score
+
+from epiformer.data import load_split
+from epiformer.model import ModelConfig
+from epiformer.scaling import scaling_table, summarise
+from epiformer.train import TrainConfig, load_trained_model, predict_split, train_model
+
+DEMO_MODEL = dict(d_model=64, n_layers=2, n_heads=4, d_ff=128, patch_size=4, kernel_size=12, dropout=0.0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--shards", nargs="*", default=[])
+    parser.add_argument("--epochs", type=int, default=20)
+    parser.add_argument("--out", default="gpu_check")
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    print(torch.__version__, torch.cuda.get_device_name(0), flush=True)
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_ops.py",
+                    "tests/test_model.py"], check=False)  # fmt: skip
+    table = scaling_table([1000, 5000, 20_000, 100_000], 100_000, 100_000, device="cuda")
+    table.to_csv(out / "scaling_cuda.tsv", sep="\t", index=False)
+    print("\n".join(summarise(table)), flush=True)
+    results = {}
+    for shard_dir in args.shards:
+        for attention in ("linear", "softmax"):
+            started = time.time()
+            target = out / Path(shard_dir).parent.name / attention
+            description = train_model(shard_dir, ModelConfig(attention=attention, **DEMO_MODEL),
+                                      TrainConfig(epochs=args.epochs, device="cuda", threads=4),
+                                      target, out / "checkpoints" / target.name)  # fmt: skip
+            model, _ = load_trained_model(target, "cuda")
+            scores, labels, _ = predict_split(model, load_split(shard_dir, "test"), 256, torch.device("cuda"))
+            results[f"{target.parent.name}/{attention}"] = {
+                "test_auroc": roc_auc_score(labels, scores), "wall_s": time.time() - started,
+                "tokens_per_s": description["tokens_per_s"], "device": description["device"]}  # fmt: skip
+            print(results, flush=True)
+    (out / "gpu_train.json").write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
