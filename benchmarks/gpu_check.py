@@ -49,7 +49,7 @@ def main() -> None:
             target = out / Path(shard_dir).parent.name / attention
             description = train_model(shard_dir, ModelConfig(attention=attention, **DEMO_MODEL),
                                       TrainConfig(epochs=args.epochs, device="cuda", threads=4),
-                                      target, out / "checkpoints" / target.name)  # fmt: skip
+                                      target, out / "checkpoints" / target.parent.name / attention)  # fmt: skip
             model, _ = load_trained_model(target, "cuda")
             scores, labels, _ = predict_split(model, load_split(shard_dir, "test"), 256, torch.device("cuda"))
             results[f"{target.parent.name}/{attention}"] = {
