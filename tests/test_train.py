@@ -8,6 +8,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from epiformer.data import load_split
 from epiformer.encode import encode_shards
 from epiformer.genome import Genome
 from epiformer.model import ModelConfig
@@ -118,3 +119,54 @@ def test_compiled_training_saves_plain_weights(shard_dir, tmp_path):
     weights = load_file(str(tmp_path / "out" / "model.safetensors"))
     assert not any(name.startswith("_orig_mod") for name in weights)
     load_trained_model(tmp_path / "out")
+
+
+def test_early_stopping_ends_after_patience_epochs_without_improvement(shard_dir, tmp_path):
+    config = train_config(epochs=30, learning_rate=1e-7, patience=2)  # too small a rate to improve for long
+    description = train_model(shard_dir, TINY_MODEL, config, tmp_path / "out", tmp_path / "ckpt")
+    log = pd.read_csv(tmp_path / "out" / "train_log.tsv", sep="\t")
+    assert len(log) < 30 and len(log) == description["best_epoch"] + 2
+    assert log["val_auprc"].iloc[-2:].max() <= log["val_auprc"].iloc[description["best_epoch"] - 1]
+
+
+MID_EPOCH_KILL = """
+import os, signal, sys, torch
+import epiformer.train as train
+from epiformer.model import ModelConfig
+from epiformer.train import TrainConfig
+steps = []
+real_clip = torch.nn.utils.clip_grad_norm_
+def clip_then_die(*args, **kwargs):
+    steps.append(1)
+    if len(steps) == int(sys.argv[4]):
+        os.kill(os.getpid(), signal.SIGKILL)  # mid-epoch, between two optimiser steps
+    return real_clip(*args, **kwargs)
+torch.nn.utils.clip_grad_norm_ = clip_then_die
+train.train_model(sys.argv[1], ModelConfig(**{model}), TrainConfig(**{config}), sys.argv[2], sys.argv[3])
+"""
+
+
+def test_a_training_killed_mid_epoch_resumes_to_identical_predictions(shard_dir, tmp_path):
+    from epiformer.evaluate import evaluate_model
+
+    config = train_config(epochs=3)
+    train_model(shard_dir, TINY_MODEL, config, tmp_path / "straight", tmp_path / "ckpt-straight")
+    steps_per_epoch = -(-len(load_split(shard_dir, "train")) // config.batch_size)
+    script = MID_EPOCH_KILL.format(model=TINY_MODEL.to_dict(), config=vars(config))
+    kill_at = steps_per_epoch + steps_per_epoch // 2  # half-way through epoch 2
+    killed = subprocess.run([sys.executable, "-c", script, str(shard_dir), str(tmp_path / "resumed"),
+                             str(tmp_path / "ckpt"), str(kill_at)], capture_output=True, text=True)  # fmt: skip
+    assert killed.returncode == -9, killed.stderr
+    train_model(shard_dir, TINY_MODEL, config, tmp_path / "resumed", tmp_path / "ckpt")
+    for run in ("straight", "resumed"):
+        evaluate_model(tmp_path / run, shard_dir, tmp_path / f"{run}.tsv", tmp_path / f"{run}.json", resamples=10)
+    assert (tmp_path / "straight.tsv").read_bytes() == (tmp_path / "resumed.tsv").read_bytes()
+
+
+def test_two_fresh_runs_give_byte_identical_predictions(shard_dir, tmp_path):
+    from epiformer.evaluate import evaluate_model
+
+    for run in ("one", "two"):
+        train_model(shard_dir, TINY_MODEL, train_config(epochs=2), tmp_path / run, tmp_path / f"ckpt-{run}")
+        evaluate_model(tmp_path / run, shard_dir, tmp_path / f"{run}.tsv", tmp_path / f"{run}.json", resamples=10)
+    assert (tmp_path / "one.tsv").read_bytes() == (tmp_path / "two.tsv").read_bytes()

@@ -52,6 +52,7 @@ class TrainConfig:
     threads: int = 1
     loader_workers: int = 0
     compile: bool = False
+    patience: int = 0  # epochs without a better validation AUPRC before stopping; 0 never stops early
 
 
 def select_device(name: str) -> torch.device:
@@ -117,6 +118,10 @@ def load_checkpoint(checkpoint_dir: Path, fingerprint: str) -> dict | None:
     return state
 
 
+def should_stop_early(history: list[dict], best: dict, patience: int) -> bool:
+    return patience > 0 and bool(history) and history[-1]["epoch"] - best["epoch"] >= patience
+
+
 def run_fingerprint(model_config: ModelConfig, train_config: TrainConfig, manifest: dict) -> str:
     text = json.dumps([model_config.to_dict(), asdict(train_config), manifest["shards"]], sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
@@ -167,6 +172,10 @@ def train_model(
                           for length in train_data.lengths.values())  # fmt: skip
 
     for epoch in range(start_epoch + 1, train_config.epochs + 1):
+        if should_stop_early(history, best, train_config.patience):
+            log.info("Early stop: no better validation AUPRC since epoch %d (patience %d)", best["epoch"],
+                     train_config.patience)  # fmt: skip
+            break
         model.train()
         started, losses = time.perf_counter(), []
         # Batches depend only on (seed, epoch), so a resumed run sees the same ones.
