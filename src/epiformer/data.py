@@ -153,6 +153,8 @@ class PairBatches(torch.utils.data.Dataset):
         order = np.random.default_rng([seed, epoch]).permutation(len(shards)) if shuffle else np.arange(len(shards))
         # Disjoint per rank: rank r takes slices r, r + w, r + 2w, ... of batch size.
         slices = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+        if world_size > 1:  # every process must take the same number of steps, or DDP waits forever
+            slices = slices[: len(slices) // world_size * world_size]
         self.batches = slices[rank::world_size]
 
     def __len__(self) -> int:

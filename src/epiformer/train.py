@@ -15,6 +15,8 @@ import hashlib
 import json
 import logging
 import math
+import os
+import socket
 import random
 import sys
 import time
@@ -53,6 +55,7 @@ class TrainConfig:
     loader_workers: int = 0
     compile: bool = False
     patience: int = 0  # epochs without a better validation AUPRC before stopping; 0 never stops early
+    devices: int = 1  # data-parallel processes (DDP); batch_size is the global batch
 
 
 def select_device(name: str) -> torch.device:
@@ -134,21 +137,62 @@ def train_model(
     outdir: str | Path,
     checkpoint_dir: str | Path,
 ) -> dict:
-    """Train on the train split, select on validation, write the outputs; returns model.json's content."""
-    outdir, checkpoint_dir = Path(outdir), Path(checkpoint_dir)
+    """Train on the train split, select on validation, write the outputs; returns model.json's content.
+
+    With `train_config.devices` > 1, that many processes train data-parallel (DDP: NCCL on
+    GPUs, gloo on the CPU), each on its own slice of every global batch of `batch_size`.
+    """
+    select_device(train_config.device)  # fail before any work, and before spawning processes
+    if train_config.devices == 1:
+        return _train(0, 1, shard_dir, model_config, train_config, Path(outdir), Path(checkpoint_dir))
+    if train_config.batch_size % train_config.devices:
+        raise ValueError(f"train.batch_size ({train_config.batch_size}) must divide by train.devices "
+                         f"({train_config.devices}): each process takes an equal share of every batch.")  # fmt: skip
+    port = _free_port()
+    torch.multiprocessing.spawn(_distributed_worker, nprocs=train_config.devices, join=True,
+                                args=(train_config.devices, port, shard_dir, model_config, train_config,
+                                      Path(outdir), Path(checkpoint_dir)))  # fmt: skip
+    return json.loads((Path(outdir) / "model.json").read_text())
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _distributed_worker(rank: int, world: int, port: int, *args) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    backend = "nccl" if select_device(args[2].device).type == "cuda" else "gloo"
+    torch.distributed.init_process_group(backend, rank=rank, world_size=world)
+    try:
+        _train(rank, world, *args)
+    finally:
+        torch.distributed.destroy_process_group()
+
+
+def _train(rank: int, world: int, shard_dir, model_config: ModelConfig, train_config: TrainConfig,
+           outdir: Path, checkpoint_dir: Path) -> dict:  # fmt: skip
+    """One process of a (possibly distributed) run; rank 0 logs, checkpoints and writes outputs."""
     torch.set_num_threads(train_config.threads)
     device = select_device(train_config.device)
+    if device.type == "cuda" and world > 1:
+        device = torch.device("cuda", rank)
+        torch.cuda.set_device(device)
     manifest = load_manifest(shard_dir)
     train_data, val_data = load_split(shard_dir, "train"), load_split(shard_dir, "val")
-    seed_everything(train_config.seed)
+    seed_everything(train_config.seed)  # the same initial weights in every process
     model = EPITransformer(model_config).to(device)
+    wrapped = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
     # The compiled wrapper runs the steps; `model` keeps the plain parameter names for checkpoints.
-    step_model = torch.compile(model) if train_config.compile else model
-    log.info("Model %s attention, %d parameters, device %s, %s", model_config.attention, count_parameters(model),
-             device, "bf16 autocast" if device.type == "cuda" else "float32")  # fmt: skip
+    step_model = torch.compile(wrapped) if train_config.compile else wrapped
+    if rank == 0:
+        log.info("Model %s attention, %d parameters, device %s x %d, %s", model_config.attention,
+                 count_parameters(model), device.type, world,
+                 "bf16 autocast" if device.type == "cuda" else "float32")  # fmt: skip
     optimizer = torch.optim.AdamW(model.parameters(), lr=train_config.learning_rate,
                                   weight_decay=train_config.weight_decay)  # fmt: skip
-    steps_per_epoch = math.ceil(len(train_data) / train_config.batch_size)
+    steps_per_epoch = len(PairBatches(train_data, train_config.batch_size // world, rank=rank, world_size=world))
     total = steps_per_epoch * train_config.epochs
     warmup = max(1, int(total * train_config.warmup_fraction))
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: learning_rate_factor(s, warmup, total))
@@ -166,58 +210,70 @@ def train_model(
         scheduler.load_state_dict(state["scheduler"])
         torch.set_rng_state(state["torch_rng"])
         history, best, start_epoch = state["history"], state["best"], state["epoch"]
-        log.info("Resumed from %s at epoch %d", _checkpoint_path(checkpoint_dir), start_epoch)
+        if rank == 0:
+            log.info("Resumed from %s at epoch %d", _checkpoint_path(checkpoint_dir), start_epoch)
+    if world > 1:
+        torch.manual_seed(train_config.seed * 1000 + rank + start_epoch)  # distinct dropout masks per process
     # Model tokens (one per patch), not bases: the unit attention cost grows with.
     tokens_per_pair = sum(-(-(length - 2 * train_data.flank) // model_config.patch_size)
                           for length in train_data.lengths.values())  # fmt: skip
 
     for epoch in range(start_epoch + 1, train_config.epochs + 1):
         if should_stop_early(history, best, train_config.patience):
-            log.info("Early stop: no better validation AUPRC since epoch %d (patience %d)", best["epoch"],
-                     train_config.patience)  # fmt: skip
+            if rank == 0:
+                log.info("Early stop: no better validation AUPRC since epoch %d (patience %d)", best["epoch"],
+                         train_config.patience)  # fmt: skip
             break
         model.train()
         started, losses = time.perf_counter(), []
         # Batches depend only on (seed, epoch), so a resumed run sees the same ones.
-        batches = PairBatches(train_data, train_config.batch_size, shuffle=True, seed=train_config.seed, epoch=epoch,
-                              max_shift=train_config.max_shift,
-                              reverse_complement_prob=0.5 if train_config.reverse_complement else 0.0)  # fmt: skip
+        batches = PairBatches(train_data, train_config.batch_size // world, shuffle=True, seed=train_config.seed,
+                              epoch=epoch, max_shift=train_config.max_shift,
+                              reverse_complement_prob=0.5 if train_config.reverse_complement else 0.0,
+                              rank=rank, world_size=world)  # fmt: skip
         loader = batch_loader(batches, train_config.loader_workers)
-        for batch in progress(loader, steps_per_epoch, f"epoch {epoch}/{train_config.epochs}"):
+        for batch in progress(loader, len(batches) if rank == 0 else 0, f"epoch {epoch}/{train_config.epochs}"):
             with mixed_precision(device):
                 logits = step_model(batch["enhancer"].to(device), batch["promoter"].to(device))
             loss = loss_fn(logits.float(), batch["label"].to(device))
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            loss.backward()  # DDP averages the gradients of all processes here
             torch.nn.utils.clip_grad_norm_(model.parameters(), train_config.grad_clip)
             optimizer.step()
             scheduler.step()
-            losses.append(loss.item())
+            losses.append(loss.detach())
+        train_loss = torch.stack(losses).mean()
+        if world > 1:
+            torch.distributed.all_reduce(train_loss, op=torch.distributed.ReduceOp.AVG)
         seconds = time.perf_counter() - started
+        # Every process validates the same weights, so all agree on the history and on stopping.
         scores, labels, _ = predict_split(model, val_data, 4 * train_config.batch_size, device)
         row = {
             "epoch": epoch,
-            "train_loss": float(np.mean(losses)),
+            "train_loss": float(train_loss),
             "val_loss": _bce(scores, labels),
             "val_auroc": float(roc_auc_score(labels, scores)),
             "val_auprc": float(average_precision_score(labels, scores)),
             "learning_rate": scheduler.get_last_lr()[0],
             "seconds": seconds,
             "tokens_per_s": len(train_data) * tokens_per_pair / seconds,
-            "device": str(device),
+            "device": f"{device.type} x {world}" if world > 1 else str(device),
         }
         history.append(row)
-        log.info("epoch %d: " + ", ".join(f"{k} %s" for k in list(row)[1:]), epoch, *_fmt(list(row.values())[1:]))
         if row["val_auprc"] > best["auprc"]:
             weights = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
             best = {"auprc": row["val_auprc"], "epoch": epoch, "weights": weights}
-        save_checkpoint(checkpoint_dir, {
-            "fingerprint": fingerprint, "epoch": epoch, "model": model.state_dict(),
-            "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-            "torch_rng": torch.get_rng_state(), "history": history, "best": best,
-        })  # fmt: skip
+        if rank == 0:
+            log.info("epoch %d: " + ", ".join(f"{k} %s" for k in list(row)[1:]), epoch, *_fmt(list(row.values())[1:]))
+            save_checkpoint(checkpoint_dir, {
+                "fingerprint": fingerprint, "epoch": epoch, "model": model.state_dict(),
+                "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                "torch_rng": torch.get_rng_state(), "history": history, "best": best,
+            })  # fmt: skip
 
-    return write_outputs(outdir, best, history, model_config, train_config, manifest, device)
+    if rank != 0:
+        return {}
+    return write_outputs(outdir, best, history, model_config, train_config, manifest, history[-1]["device"])
 
 
 def write_outputs(outdir: Path, best, history, model_config, train_config, manifest, device) -> dict:
