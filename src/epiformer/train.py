@@ -171,14 +171,76 @@ def _distributed_worker(rank: int, world: int, port: int, *args) -> None:
         torch.distributed.destroy_process_group()
 
 
-def _train(rank: int, world: int, shard_dir, model_config: ModelConfig, train_config: TrainConfig,
-           outdir: Path, checkpoint_dir: Path) -> dict:  # fmt: skip
-    """One process of a (possibly distributed) run; rank 0 logs, checkpoints and writes outputs."""
-    torch.set_num_threads(train_config.threads)
+def _process_device(train_config: TrainConfig, rank: int, world: int) -> torch.device:
     device = select_device(train_config.device)
     if device.type == "cuda" and world > 1:
         device = torch.device("cuda", rank)
         torch.cuda.set_device(device)
+    return device
+
+
+def _optimisation(model, train_config: TrainConfig, steps_per_epoch: int):
+    """AdamW with linear warm-up then cosine decay over all steps."""
+    optimizer = torch.optim.AdamW(model.parameters(), lr=train_config.learning_rate,
+                                  weight_decay=train_config.weight_decay)  # fmt: skip
+    total = steps_per_epoch * train_config.epochs
+    warmup = max(1, int(total * train_config.warmup_fraction))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: learning_rate_factor(s, warmup, total))
+    return optimizer, scheduler
+
+
+def _epoch_batches(train_data, train_config: TrainConfig, epoch: int, rank: int, world: int) -> PairBatches:
+    """This process's share of an epoch; depends only on (seed, epoch), so a resumed run sees the same."""
+    return PairBatches(train_data, train_config.batch_size // world, shuffle=True, seed=train_config.seed,
+                       epoch=epoch, max_shift=train_config.max_shift,
+                       reverse_complement_prob=0.5 if train_config.reverse_complement else 0.0,
+                       rank=rank, world_size=world)  # fmt: skip
+
+
+def _train_epoch(step_model, model, batches, optimizer, scheduler, loss_fn, train_config, device, description):
+    """One pass over this process's batches; returns the mean training loss over all processes."""
+    model.train()
+    losses = []
+    loader = batch_loader(batches, train_config.loader_workers)
+    for batch in progress(loader, len(batches) if description else 0, description):
+        with mixed_precision(device):
+            logits = step_model(batch["enhancer"].to(device), batch["promoter"].to(device))
+        loss = loss_fn(logits.float(), batch["label"].to(device))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()  # under DDP the gradients of all processes are averaged here
+        torch.nn.utils.clip_grad_norm_(model.parameters(), train_config.grad_clip)
+        optimizer.step()
+        scheduler.step()
+        losses.append(loss.detach())
+    mean = torch.stack(losses).mean()
+    if torch.distributed.is_initialized():
+        torch.distributed.all_reduce(mean, op=torch.distributed.ReduceOp.AVG)
+    return float(mean)
+
+
+def _epoch_row(model, val_data, train_config, device, epoch: int, train_loss: float, learning_rate: float,
+               seconds: float, tokens: int, device_name: str) -> dict:  # fmt: skip
+    """One train_log.tsv row: training loss, validation metrics, speed."""
+    scores, labels, _ = predict_split(model, val_data, 4 * train_config.batch_size, device)
+    return {
+        "epoch": epoch,
+        "train_loss": train_loss,
+        "val_loss": _bce(scores, labels),
+        "val_auroc": float(roc_auc_score(labels, scores)),
+        "val_auprc": float(average_precision_score(labels, scores)),
+        "learning_rate": learning_rate,
+        "seconds": seconds,
+        "tokens_per_s": tokens / seconds,
+        "device": device_name,
+    }
+
+
+def _train(rank: int, world: int, shard_dir, model_config: ModelConfig, train_config: TrainConfig,
+           outdir: Path, checkpoint_dir: Path) -> dict:  # fmt: skip
+    """One process of a (possibly distributed) run; rank 0 logs, checkpoints and writes outputs."""
+    torch.set_num_threads(train_config.threads)
+    device = _process_device(train_config, rank, world)
+    device_name = f"{device.type} x {world}" if world > 1 else str(device)
     manifest = load_manifest(shard_dir)
     train_data, val_data = load_split(shard_dir, "train"), load_split(shard_dir, "val")
     seed_everything(train_config.seed)  # the same initial weights in every process
@@ -187,23 +249,17 @@ def _train(rank: int, world: int, shard_dir, model_config: ModelConfig, train_co
     # The compiled wrapper runs the steps; `model` keeps the plain parameter names for checkpoints.
     step_model = torch.compile(wrapped) if train_config.compile else wrapped
     if rank == 0:
-        log.info("Model %s attention, %d parameters, device %s x %d, %s", model_config.attention,
-                 count_parameters(model), device.type, world,
-                 "bf16 autocast" if device.type == "cuda" else "float32")  # fmt: skip
-    optimizer = torch.optim.AdamW(model.parameters(), lr=train_config.learning_rate,
-                                  weight_decay=train_config.weight_decay)  # fmt: skip
-    steps_per_epoch = len(PairBatches(train_data, train_config.batch_size // world, rank=rank, world_size=world))
-    total = steps_per_epoch * train_config.epochs
-    warmup = max(1, int(total * train_config.warmup_fraction))
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: learning_rate_factor(s, warmup, total))
+        log.info("Model %s attention, %d parameters, %s, %s", model_config.attention, count_parameters(model),
+                 device_name, "bf16 autocast" if device.type == "cuda" else "float32")  # fmt: skip
+    optimizer, scheduler = _optimisation(model, train_config, len(_epoch_batches(train_data, train_config, 1, rank,
+                                                                                   world)))  # fmt: skip
     positives = float(train_data.label.sum())
     pos_weight = torch.tensor((len(train_data) - positives) / max(positives, 1.0), device=device)
     loss_fn = torch.nn.BCEWithLogitsLoss(pos_weight=pos_weight)
 
     fingerprint = run_fingerprint(model_config, train_config, manifest)
     state = load_checkpoint(checkpoint_dir, fingerprint)
-    history, best = [], {"auprc": -1.0, "epoch": 0, "weights": None}
-    start_epoch = 0
+    history, best, start_epoch = [], {"auprc": -1.0, "epoch": 0, "weights": None}, 0
     if state is not None:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
@@ -215,8 +271,8 @@ def _train(rank: int, world: int, shard_dir, model_config: ModelConfig, train_co
     if world > 1:
         torch.manual_seed(train_config.seed * 1000 + rank + start_epoch)  # distinct dropout masks per process
     # Model tokens (one per patch), not bases: the unit attention cost grows with.
-    tokens_per_pair = sum(-(-(length - 2 * train_data.flank) // model_config.patch_size)
-                          for length in train_data.lengths.values())  # fmt: skip
+    tokens_per_epoch = len(train_data) * sum(-(-(length - 2 * train_data.flank) // model_config.patch_size)
+                                             for length in train_data.lengths.values())  # fmt: skip
 
     for epoch in range(start_epoch + 1, train_config.epochs + 1):
         if should_stop_early(history, best, train_config.patience):
@@ -224,41 +280,14 @@ def _train(rank: int, world: int, shard_dir, model_config: ModelConfig, train_co
                 log.info("Early stop: no better validation AUPRC since epoch %d (patience %d)", best["epoch"],
                          train_config.patience)  # fmt: skip
             break
-        model.train()
-        started, losses = time.perf_counter(), []
-        # Batches depend only on (seed, epoch), so a resumed run sees the same ones.
-        batches = PairBatches(train_data, train_config.batch_size // world, shuffle=True, seed=train_config.seed,
-                              epoch=epoch, max_shift=train_config.max_shift,
-                              reverse_complement_prob=0.5 if train_config.reverse_complement else 0.0,
-                              rank=rank, world_size=world)  # fmt: skip
-        loader = batch_loader(batches, train_config.loader_workers)
-        for batch in progress(loader, len(batches) if rank == 0 else 0, f"epoch {epoch}/{train_config.epochs}"):
-            with mixed_precision(device):
-                logits = step_model(batch["enhancer"].to(device), batch["promoter"].to(device))
-            loss = loss_fn(logits.float(), batch["label"].to(device))
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()  # DDP averages the gradients of all processes here
-            torch.nn.utils.clip_grad_norm_(model.parameters(), train_config.grad_clip)
-            optimizer.step()
-            scheduler.step()
-            losses.append(loss.detach())
-        train_loss = torch.stack(losses).mean()
-        if world > 1:
-            torch.distributed.all_reduce(train_loss, op=torch.distributed.ReduceOp.AVG)
-        seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        batches = _epoch_batches(train_data, train_config, epoch, rank, world)
+        description = f"epoch {epoch}/{train_config.epochs}" if rank == 0 else ""
+        train_loss = _train_epoch(step_model, model, batches, optimizer, scheduler, loss_fn, train_config, device,
+                                  description)  # fmt: skip
         # Every process validates the same weights, so all agree on the history and on stopping.
-        scores, labels, _ = predict_split(model, val_data, 4 * train_config.batch_size, device)
-        row = {
-            "epoch": epoch,
-            "train_loss": float(train_loss),
-            "val_loss": _bce(scores, labels),
-            "val_auroc": float(roc_auc_score(labels, scores)),
-            "val_auprc": float(average_precision_score(labels, scores)),
-            "learning_rate": scheduler.get_last_lr()[0],
-            "seconds": seconds,
-            "tokens_per_s": len(train_data) * tokens_per_pair / seconds,
-            "device": f"{device.type} x {world}" if world > 1 else str(device),
-        }
+        row = _epoch_row(model, val_data, train_config, device, epoch, train_loss, scheduler.get_last_lr()[0],
+                         time.perf_counter() - started, tokens_per_epoch, device_name)  # fmt: skip
         history.append(row)
         if row["val_auprc"] > best["auprc"]:
             weights = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
@@ -270,10 +299,9 @@ def _train(rank: int, world: int, shard_dir, model_config: ModelConfig, train_co
                 "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
                 "torch_rng": torch.get_rng_state(), "history": history, "best": best,
             })  # fmt: skip
-
     if rank != 0:
         return {}
-    return write_outputs(outdir, best, history, model_config, train_config, manifest, history[-1]["device"])
+    return write_outputs(outdir, best, history, model_config, train_config, manifest, device_name)
 
 
 def write_outputs(outdir: Path, best, history, model_config, train_config, manifest, device) -> dict:
