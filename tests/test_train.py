@@ -86,12 +86,17 @@ def test_a_killed_training_resumes_to_the_same_result(shard_dir, tmp_path):
     assert log["epoch"].tolist() == [1, 2, 3]
 
 
-def test_cuda_request_without_a_gpu_fails_at_once():
+def test_cuda_request_without_a_gpu_fails_at_once(shard_dir, tmp_path):
     if torch.cuda.is_available():
         pytest.skip("a GPU is present")
     with pytest.raises(RuntimeError, match="no CUDA GPU"):
         select_device("cuda")
     assert select_device("auto") == torch.device("cpu")
+    for devices in (1, 2):
+        with pytest.raises(RuntimeError, match="no CUDA GPU"):
+            train_model(shard_dir, TINY_MODEL, train_config(device="cuda", devices=devices), tmp_path / "out",
+                        tmp_path / "ckpt")  # fmt: skip
+    assert not (tmp_path / "out").exists() and not (tmp_path / "ckpt").exists()
 
 
 def test_training_reduces_the_loss(shard_dir, tmp_path):

@@ -142,9 +142,9 @@ def train_model(
     With `train_config.devices` > 1, that many processes train data-parallel (DDP: NCCL on
     GPUs, gloo on the CPU), each on its own slice of every global batch of `batch_size`.
     """
-    select_device(train_config.device)  # fail before any work, and before spawning processes
     if train_config.devices == 1:
         return _train(0, 1, shard_dir, model_config, train_config, Path(outdir), Path(checkpoint_dir))
+    select_device(train_config.device)  # fail before spawning processes
     if train_config.batch_size % train_config.devices:
         raise ValueError(f"train.batch_size ({train_config.batch_size}) must divide by train.devices "
                          f"({train_config.devices}): each process takes an equal share of every batch.")  # fmt: skip
