@@ -28,7 +28,7 @@ import pandas as pd
 from safetensors.numpy import save_file
 
 from epiformer import __version__
-from epiformer.fileio import atomic_write, atomic_write_bytes, sha256_file
+from epiformer.fileio import atomic_write, atomic_write_text, sha256_file
 from epiformer.genome import Genome
 from epiformer.runlog import progress
 
@@ -186,6 +186,6 @@ def encode_shards(
         "shards": entries,
         "inputs": {"pairs_sha256": pairs_sha256, "genome_index_sha256": genome_sha256},
     }
-    atomic_write_bytes(outdir / "manifest.json", json.dumps(manifest, indent=2).encode())
+    atomic_write_text(outdir / "manifest.json", json.dumps(manifest, indent=2))
     return manifest
 

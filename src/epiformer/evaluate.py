@@ -16,7 +16,7 @@ import torch
 from sklearn.metrics import average_precision_score, f1_score, matthews_corrcoef, precision_recall_curve, roc_auc_score
 
 from epiformer.data import load_manifest, load_split
-from epiformer.fileio import atomic_write_bytes
+from epiformer.fileio import atomic_write_text
 from epiformer.train import load_trained_model, predict_split
 
 
@@ -72,10 +72,10 @@ def evaluate_model(model_dir: str | Path, shard_dir: str | Path, predictions_pat
     metrics.update(split_mode=manifest["split"]["mode"], leak_prone=manifest["split"]["leak_prone"],
                    data_widths=manifest["widths"])  # fmt: skip
     write_predictions(frames["test"], predictions_path)
-    atomic_write_bytes(Path(metrics_path), json.dumps(metrics, indent=2).encode())
+    atomic_write_text(Path(metrics_path), json.dumps(metrics, indent=2))
     return metrics
 
 
 def write_predictions(frame: pd.DataFrame, path) -> None:
     text = frame.sort_values("pair_id").to_csv(sep="\t", index=False, float_format="%.6g")
-    atomic_write_bytes(Path(path), text.encode())
+    atomic_write_text(Path(path), text)

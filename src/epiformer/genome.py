@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from epiformer.fileio import sha256_file
+
 N = ord("N")
 CLEAN_TABLE = np.full(256, N, dtype=np.uint8)
 for _base in b"ACGT":
@@ -126,8 +128,6 @@ class Genome:
 
     def index_sha256(self) -> str:
         """Checksum of the FASTA index: names, lengths and layout of every sequence."""
-        from epiformer.fileio import sha256_file
-
         return sha256_file(fai_path(self.path))
 
     def close(self) -> None:

@@ -100,28 +100,32 @@ def _read_bedpe(path: Path) -> tuple[pd.DataFrame, int]:
     return frame.rename(columns=BEDPE_TO_PAIR), header_lines
 
 
+def file_line(frame: pd.DataFrame, row: int) -> str:
+    """'file, line N' for data row `row` of a frame from read_pairs (N is the 1-based file line)."""
+    return f"{frame.attrs.get('path', 'pairs')}, line {frame.attrs.get('header_lines', 1) + row + 1}"
+
+
 def _check_values(frame: pd.DataFrame, require_label: bool) -> None:
-    path, first_line = frame.attrs["path"], frame.attrs["header_lines"] + 1
     for column in [c for c in ELEMENT_COLUMNS if not c.endswith("chrom")]:
         numbers = pd.to_numeric(frame[column], errors="coerce")
         bad = numbers.isna() | (numbers < 0) | (numbers != numbers.round())
-        _fail_on_first(bad, frame[column], path, first_line, column, "a non-negative integer (0-based, BED)")
+        _fail_on_first(bad, frame, column, "a non-negative integer (0-based, BED)")
         frame[column] = numbers.astype("int64")
     for element in ("enhancer", "promoter"):
         bad = frame[f"{element}_start"] >= frame[f"{element}_end"]
-        _fail_on_first(bad, frame[f"{element}_start"], path, first_line, f"{element}_start", f"below {element}_end")
+        _fail_on_first(bad, frame, f"{element}_start", f"below {element}_end")
     if require_label:
         bad = ~frame["label"].astype(str).str.strip().isin(["0", "1"])
-        _fail_on_first(bad, frame["label"], path, first_line, "label", "0 or 1")
+        _fail_on_first(bad, frame, "label", "0 or 1")
     frame["label"] = pd.to_numeric(frame["label"]).astype("int64")
 
 
-def _fail_on_first(bad: pd.Series, values: pd.Series, path: str, first_line: int, column: str, expected: str) -> None:
+def _fail_on_first(bad: pd.Series, frame: pd.DataFrame, column: str, expected: str) -> None:
     if bad.any():
         row = int(bad.to_numpy().nonzero()[0][0])
-        value = values.iloc[row]
+        value = frame[column].iloc[row]
         value = value.item() if hasattr(value, "item") else value  # numpy scalar -> plain for the message
         raise PairsError(
-            f"{path}, line {first_line + row}: {column} is {value!r}; it must be {expected}. "
+            f"{file_line(frame, row)}: {column} is {value!r}; it must be {expected}. "
             f"Fix that row ({int(bad.sum())} row(s) in all have this problem)."
         )

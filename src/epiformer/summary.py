@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 from sklearn.metrics import roc_auc_score
 
-from epiformer.fileio import atomic_write_bytes
+from epiformer.fileio import atomic_write_text
 
 
 @dataclass
@@ -62,8 +62,8 @@ def summary_row(result: ModelResult) -> dict:
 
 def write_summary(results: list[ModelResult], tsv_path, markdown_path) -> pd.DataFrame:
     table = pd.DataFrame([summary_row(r) for r in results])
-    atomic_write_bytes(Path(tsv_path), table.to_csv(sep="\t", index=False, float_format="%.4g").encode())
-    atomic_write_bytes(Path(markdown_path), to_markdown(table).encode())
+    atomic_write_text(Path(tsv_path), table.to_csv(sep="\t", index=False, float_format="%.4g"))
+    atomic_write_text(Path(markdown_path), to_markdown(table))
     return table
 
 

@@ -30,7 +30,7 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 
 from epiformer import __version__
 from epiformer.data import PairBatches, batch_loader, load_manifest, load_split
-from epiformer.fileio import atomic_write, atomic_write_bytes
+from epiformer.fileio import atomic_write, atomic_write_text
 from epiformer.model import EPITransformer, ModelConfig, count_parameters
 from epiformer.runlog import progress
 
@@ -307,7 +307,7 @@ def _train(rank: int, world: int, shard_dir, model_config: ModelConfig, train_co
 def write_outputs(outdir: Path, best, history, model_config, train_config, manifest, device) -> dict:
     atomic_write(outdir / "model.safetensors", lambda temporary: save_file(best["weights"], str(temporary)))
     lines = ["\t".join(LOG_COLUMNS)] + ["\t".join(str(row[c]) for c in LOG_COLUMNS) for row in history]
-    atomic_write_bytes(outdir / "train_log.tsv", ("\n".join(lines) + "\n").encode())
+    atomic_write_text(outdir / "train_log.tsv", "\n".join(lines) + "\n")
     description = {
         "model": model_config.to_dict(),
         "parameters": sum(v.numel() for v in best["weights"].values()),
@@ -323,7 +323,7 @@ def write_outputs(outdir: Path, best, history, model_config, train_config, manif
         "versions": {"epiformer": __version__, "torch": torch.__version__, "numpy": np.__version__,
                      "python": sys.version.split()[0]},  # fmt: skip
     }
-    atomic_write_bytes(outdir / "model.json", json.dumps(description, indent=2).encode())
+    atomic_write_text(outdir / "model.json", json.dumps(description, indent=2))
     return description
 
 

@@ -28,7 +28,7 @@ import pandas as pd
 
 from epiformer.fileio import atomic_write_text
 from epiformer.genome import Genome, GenomeError
-from epiformer.pairs import PairsError, read_pairs
+from epiformer.pairs import PairsError, file_line, read_pairs
 from epiformer.splits import SplitSpec, assign_splits, split_audit
 
 log = logging.getLogger(__name__)
@@ -68,11 +68,6 @@ class WindowReport:
         }
 
 
-def _line(pairs: pd.DataFrame, row: int) -> str:
-    """'file, line N' of a data row (1-based file line), for error messages."""
-    return f"{pairs.attrs.get('path', 'pairs')}, line {pairs.attrs.get('header_lines', 1) + row + 1}"
-
-
 def _flip_chr(name: str) -> str:
     return name[3:] if name.startswith("chr") else f"chr{name}"
 
@@ -102,7 +97,7 @@ def check_chromosomes(pairs: pd.DataFrame, sizes: dict[str, int], genome_name: s
             else " Use a genome of the same build, or remove the pairs on that sequence."
         )
         raise PairsError(
-            f"{_line(pairs, row)}: {column} {name!r} is not in {genome_name} (it has {some}).{hint} "
+            f"{file_line(pairs, row)}: {column} {name!r} is not in {genome_name} (it has {some}).{hint} "
             f"({int(unknown.sum())} row(s) in all.)"
         )
 
@@ -140,7 +135,7 @@ def make_windows(
     if trans.any() and not spec.allow_trans:
         row = int(trans.nonzero()[0][0])
         raise PairsError(
-            f"{_line(pairs, int(pairs['pair_id'].iloc[row]))}: the enhancer ({pairs['enhancer_chrom'].iloc[row]}) "
+            f"{file_line(pairs, int(pairs['pair_id'].iloc[row]))}: the enhancer ({pairs['enhancer_chrom'].iloc[row]}) "
             f"and promoter ({pairs['promoter_chrom'].iloc[row]}) lie on different chromosomes "
             f"({int(trans.sum())} such pairs). Remove them or set windows.allow_trans: true."
         )
