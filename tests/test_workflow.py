@@ -3,56 +3,12 @@
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
-from tests.conftest import require_bedtools
-
-REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
-TINY_MODEL = {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32, "patch_size": 4, "kernel_size": 8, "dropout": 0.0}
-
-
-def tiny_config() -> dict:
-    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    config["demo"].update(n_chromosomes=3, chromosome_length=200_000, positives_per_cell=60)
-    config["windows"].update(enhancer_width=64, promoter_width=48)
-    config["split"].update(val_chromosomes=["chr2"], test_chromosomes=["chr3"])
-    config["models"] = {name: {"attention": name, **TINY_MODEL} for name in ("linear", "softmax")}
-    config["train"].update(epochs=1, batch_size=16)
-    config["evaluate"]["bootstrap"] = 20
-    return config
-
-
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory):
-    require_bedtools()
-    work = tmp_path_factory.mktemp("workflow")
-    for name in ("Snakefile", "workflow", "scripts", "envs"):
-        source = REPO / name
-        (shutil.copytree if source.is_dir() else shutil.copy)(source, work / name)
-    (work / "config").mkdir()
-    (work / "config" / "config.yaml").write_text(yaml.safe_dump(tiny_config()))
-    shutil.copy(REPO / "config" / "samples.tsv", work / "config" / "samples.tsv")
-    return work
-
-
-def snakemake(workdir: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([*SNAKEMAKE, "--cores", "2", *args], cwd=workdir, capture_output=True, text=True,
-                          timeout=timeout)  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def finished(workdir):
-    run = snakemake(workdir)
-    assert run.returncode == 0, run.stderr[-5000:]
-    return workdir
+from tests.conftest import snakemake, tiny_config
 
 
 def test_every_output_exists_for_both_cell_lines_and_models(finished):
@@ -93,11 +49,15 @@ def test_rerun_has_nothing_to_do_and_report_builds(finished):
 
 
 def test_changing_one_model_reruns_only_that_model(finished):
-    config = yaml.safe_load((finished / "config" / "config.yaml").read_text())
+    path = finished / "config" / "config.yaml"
+    original = path.read_text()
+    config = yaml.safe_load(original)
     config["models"]["softmax"]["d_ff"] = 48
-    (finished / "config" / "config.yaml").write_text(yaml.safe_dump(config))
-    dry = snakemake(finished, "-n")
-    jobs = dry.stdout
+    path.write_text(yaml.safe_dump(config))
+    try:
+        jobs = snakemake(finished, "-n").stdout
+    finally:
+        path.write_text(original)  # the finished run is shared with other test modules
     assert "wildcards: cell=demo_a, model=softmax" in jobs and "model=linear" not in jobs
 
 
