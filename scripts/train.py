@@ -13,7 +13,7 @@ train_config = TrainConfig(
     max_shift=snakemake.params.augment["max_shift"],
     reverse_complement=snakemake.params.augment["reverse_complement"],
 )
-train_config.threads = snakemake.threads
+train_config.threads = max(1, snakemake.threads // train_config.devices)  # per process
 description = train_model(
     snakemake.input.shards,
     ModelConfig(**snakemake.params.model),

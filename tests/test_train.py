@@ -1,6 +1,8 @@
 import json
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pandas as pd
@@ -134,38 +136,77 @@ def test_early_stopping_ends_after_patience_epochs_without_improvement(shard_dir
     assert log["val_auprc"].iloc[-2:].max() <= log["val_auprc"].iloc[description["best_epoch"] - 1]
 
 
-MID_EPOCH_KILL = """
+MID_EPOCH_SIGNAL = """
 import os, signal, sys, torch
 import epiformer.train as train
 from epiformer.model import ModelConfig
 from epiformer.train import TrainConfig
 steps = []
 real_clip = torch.nn.utils.clip_grad_norm_
-def clip_then_die(*args, **kwargs):
+def clip_then_signal(*args, **kwargs):
     steps.append(1)
     if len(steps) == int(sys.argv[4]):
-        os.kill(os.getpid(), signal.SIGKILL)  # mid-epoch, between two optimiser steps
+        os.kill(os.getpid(), getattr(signal, sys.argv[5]))  # mid-epoch, between two optimiser steps
     return real_clip(*args, **kwargs)
-torch.nn.utils.clip_grad_norm_ = clip_then_die
+torch.nn.utils.clip_grad_norm_ = clip_then_signal
 train.train_model(sys.argv[1], ModelConfig(**{model}), TrainConfig(**{config}), sys.argv[2], sys.argv[3])
 """
 
 
-def test_a_training_killed_mid_epoch_resumes_to_identical_predictions(shard_dir, tmp_path):
+def same_predictions(shard_dir, tmp_path, *runs) -> bool:
     from epiformer.evaluate import evaluate_model
 
-    config = train_config(epochs=3)
+    for run in runs:
+        evaluate_model(tmp_path / run, shard_dir, tmp_path / f"{run}.tsv", tmp_path / f"{run}.json", resamples=10)
+    return len({(tmp_path / f"{run}.tsv").read_bytes() for run in runs}) == 1
+
+
+@pytest.mark.parametrize(
+    "signal_name, checkpoint_minutes, exit_code",
+    [
+        ("SIGKILL", 0, -9),  # killed outright: resumes from the end of epoch 1 (dropout on)
+        ("SIGKILL", 1e-9, -9),  # checkpoints after every step: resumes from the last batch done
+        ("SIGTERM", 0, 143),  # a SLURM pre-emption: checkpoints that batch, exits 128 + 15
+        ("SIGUSR1", 0, 138),  # SLURM's --signal=USR1@... warning before the time limit
+    ],
+)
+def test_a_training_stopped_mid_epoch_resumes_to_identical_predictions(shard_dir, tmp_path, signal_name,
+                                                                       checkpoint_minutes, exit_code):  # fmt: skip
+    config = train_config(epochs=3, checkpoint_minutes=checkpoint_minutes)
     train_model(shard_dir, TINY_MODEL, config, tmp_path / "straight", tmp_path / "ckpt-straight")
     steps_per_epoch = -(-len(load_split(shard_dir, "train")) // config.batch_size)
-    script = MID_EPOCH_KILL.format(model=TINY_MODEL.to_dict(), config=vars(config))
-    kill_at = steps_per_epoch + steps_per_epoch // 2  # half-way through epoch 2
-    killed = subprocess.run([sys.executable, "-c", script, str(shard_dir), str(tmp_path / "resumed"),
-                             str(tmp_path / "ckpt"), str(kill_at)], capture_output=True, text=True)  # fmt: skip
-    assert killed.returncode == -9, killed.stderr
+    script = MID_EPOCH_SIGNAL.format(model=TINY_MODEL.to_dict(), config=vars(config))
+    stop_at = steps_per_epoch + steps_per_epoch // 2  # half-way through epoch 2
+    stopped = subprocess.run([sys.executable, "-c", script, str(shard_dir), str(tmp_path / "resumed"),
+                              str(tmp_path / "ckpt"), str(stop_at), signal_name], capture_output=True, text=True)  # fmt: skip
+    assert stopped.returncode == exit_code, stopped.stderr
+    checkpoint = torch.load(tmp_path / "ckpt" / "last.pt", weights_only=True)
+    if signal_name == "SIGKILL" and not checkpoint_minutes:
+        assert checkpoint["epoch"] == 1 and checkpoint["partial"] is None
+    else:  # the batch being trained when the signal came is the last one in the checkpoint
+        assert checkpoint["partial"]["epoch"] == 2
+        assert checkpoint["partial"]["batches_done"] == stop_at - steps_per_epoch - (signal_name == "SIGKILL")
+    assert not (tmp_path / "resumed").exists()
     train_model(shard_dir, TINY_MODEL, config, tmp_path / "resumed", tmp_path / "ckpt")
-    for run in ("straight", "resumed"):
-        evaluate_model(tmp_path / run, shard_dir, tmp_path / f"{run}.tsv", tmp_path / f"{run}.json", resamples=10)
-    assert (tmp_path / "straight.tsv").read_bytes() == (tmp_path / "resumed.tsv").read_bytes()
+    assert same_predictions(shard_dir, tmp_path, "straight", "resumed")
+
+
+def test_two_process_training_stopped_by_sigterm_resumes_to_identical_predictions(shard_dir, tmp_path):
+    """DDP with dropout: each process's dropout stream is restored, whenever the signal lands."""
+    config = train_config(epochs=4, devices=2, batch_size=8)
+    train_model(shard_dir, TINY_MODEL, config, tmp_path / "straight", tmp_path / "ckpt-straight")
+    script = MID_EPOCH_SIGNAL.format(model=TINY_MODEL.to_dict(), config=vars(config))
+    # Stop condition never reached in the script (spawned processes don't run it): we signal from outside.
+    process = subprocess.Popen([sys.executable, "-c", script, str(shard_dir), str(tmp_path / "resumed"),
+                                str(tmp_path / "ckpt"), "0", "SIGTERM"], stderr=subprocess.PIPE, text=True)  # fmt: skip
+    while not (tmp_path / "ckpt" / "last.pt").exists() and process.poll() is None:
+        time.sleep(0.05)  # the end of epoch 1
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=300) != 0, "finished before the signal arrived"
+    assert "Stopped by signal 15" in process.stderr.read()
+    assert not (tmp_path / "resumed").exists()
+    train_model(shard_dir, TINY_MODEL, config, tmp_path / "resumed", tmp_path / "ckpt")
+    assert same_predictions(shard_dir, tmp_path, "straight", "resumed")
 
 
 def test_two_fresh_runs_give_byte_identical_predictions(shard_dir, tmp_path):

@@ -181,5 +181,8 @@ class PairBatches(torch.utils.data.Dataset):
 
 def batch_loader(batches: PairBatches, workers: int = 0) -> torch.utils.data.DataLoader:
     """A DataLoader over whole batches; `workers` processes build them in parallel."""
+    # Its own generator: a DataLoader otherwise draws a seed from the global torch RNG, which
+    # would shift the dropout stream between a resumed run and an uninterrupted one.
     return torch.utils.data.DataLoader(batches, batch_size=None, shuffle=False, num_workers=workers,
-                                       persistent_workers=False, prefetch_factor=4 if workers else None)  # fmt: skip
+                                       persistent_workers=False, prefetch_factor=4 if workers else None,
+                                       generator=torch.Generator().manual_seed(0))  # fmt: skip

@@ -1,24 +1,35 @@
 """Training: AdamW, warm-up + cosine schedule, class-weighted loss, best-on-validation.
 
 Outputs in `outdir`: `model.safetensors` (the weights of the epoch with the best
-validation AUPRC), `model.json` (model config, window widths, training config, data
-manifest checksum, versions) and `train_log.tsv` (one row per epoch).
+validation AUPRC), `model.json` (model config, window widths and settings, training config,
+data manifest checksum, versions) and `train_log.tsv` (one row per epoch).
 
-A rolling checkpoint (model, optimiser, scheduler, RNG states, epoch, best metric) is kept
-in `checkpoint_dir`, which must lie outside the rule's declared outputs: Snakemake deletes
-a failed job's outputs, and the checkpoint has to survive that so a re-run resumes.
+A rolling checkpoint (model, optimiser, scheduler, RNG states, epoch, batch, best metric)
+is kept in `checkpoint_dir`, which must lie outside the rule's declared outputs: Snakemake
+deletes a failed job's outputs, and the checkpoint has to survive that so a re-run resumes.
+It is written at the end of every epoch, every `checkpoint_minutes` within an epoch, and
+when the job is told to stop (SIGTERM, or SIGUSR1 — what SLURM sends before pre-empting a
+job or at its time limit); the process then exits with 128 + the signal number and the
+next run (Snakemake `--retries`, a SLURM requeue, or by hand) continues from that batch.
+
+Randomness: the weights come from `seed`; each epoch's order and augmentation from (seed,
+epoch); dropout from (seed, epoch, process rank), reseeded at every epoch start. A resumed
+run therefore replays exactly what an uninterrupted one does, with any number of processes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import math
 import os
-import socket
 import random
+import signal
+import socket
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -56,6 +67,7 @@ class TrainConfig:
     compile: bool = False
     patience: int = 0  # epochs without a better validation AUPRC before stopping; 0 never stops early
     devices: int = 1  # data-parallel processes (DDP); batch_size is the global batch
+    checkpoint_minutes: float = 10.0  # also checkpoint within an epoch this often (0: at epoch ends only)
 
 
 def select_device(name: str) -> torch.device:
@@ -79,6 +91,41 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
+
+
+def seed_dropout(seed: int, epoch: int, rank: int) -> None:
+    """Dropout masks from (seed, epoch, rank): distinct per process, replayable after a resume."""
+    torch.manual_seed(int(np.random.SeedSequence([seed, epoch, rank]).generate_state(1)[0]))
+
+
+class StopRequest:
+    """Turns SIGTERM / SIGUSR1 into a flag that the loop checks between optimiser steps.
+
+    SLURM sends SIGTERM (or the signal asked for with `--signal`) before it pre-empts a job
+    or when the time limit comes; the loop then checkpoints and exits instead of losing work.
+    """
+
+    SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+
+    def __init__(self):
+        self.signal = 0
+
+    def __enter__(self):
+        # Handlers can only be set from the main thread; elsewhere, signals keep their defaults.
+        in_main = threading.current_thread() is threading.main_thread()
+        self._previous = {sig: signal.signal(sig, self._receive) for sig in self.SIGNALS} if in_main else {}
+        return self
+
+    def __exit__(self, *exc):
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _receive(self, signum, frame) -> None:
+        self.signal = signum
+
+
+class TrainingInterrupted(SystemExit):
+    """Raised after the checkpoint is written; exits the process with 128 + signal number."""
 
 
 def learning_rate_factor(step: int, warmup: int, total: int) -> float:
@@ -126,7 +173,8 @@ def should_stop_early(history: list[dict], best: dict, patience: int) -> bool:
 
 
 def run_fingerprint(model_config: ModelConfig, train_config: TrainConfig, manifest: dict) -> str:
-    text = json.dumps([model_config.to_dict(), asdict(train_config), manifest["shards"]], sort_keys=True)
+    settings = {k: v for k, v in asdict(train_config).items() if k != "checkpoint_minutes"}  # cannot change results
+    text = json.dumps([model_config.to_dict(), settings, manifest["shards"]], sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -149,10 +197,35 @@ def train_model(
         raise ValueError(f"train.batch_size ({train_config.batch_size}) must divide by train.devices "
                          f"({train_config.devices}): each process takes an equal share of every batch.")  # fmt: skip
     port = _free_port()
-    torch.multiprocessing.spawn(_distributed_worker, nprocs=train_config.devices, join=True,
-                                args=(train_config.devices, port, shard_dir, model_config, train_config,
-                                      Path(outdir), Path(checkpoint_dir)))  # fmt: skip
+    context = torch.multiprocessing.spawn(_distributed_worker, nprocs=train_config.devices, join=False,
+                                          args=(train_config.devices, port, shard_dir, model_config, train_config,
+                                                Path(outdir), Path(checkpoint_dir)))  # fmt: skip
+    with _forward_stop_signals(context.processes):
+        try:
+            while not context.join():
+                pass
+        except torch.multiprocessing.ProcessExitedException as error:
+            if error.exit_code in {128 + sig for sig in StopRequest.SIGNALS}:
+                raise TrainingInterrupted(error.exit_code) from None
+            raise
     return json.loads((Path(outdir) / "model.json").read_text())
+
+
+@contextlib.contextmanager
+def _forward_stop_signals(processes):
+    """A stop signal sent to the launching process reaches the training processes."""
+
+    def forward(signum, frame):
+        for process in processes:
+            if process.is_alive():
+                os.kill(process.pid, signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in StopRequest.SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _free_port() -> int:
@@ -197,25 +270,88 @@ def _epoch_batches(train_data, train_config: TrainConfig, epoch: int, rank: int,
                        rank=rank, world_size=world)  # fmt: skip
 
 
-def _train_epoch(step_model, model, batches, optimizer, scheduler, loss_fn, train_config, device, description):
-    """One pass over this process's batches; returns the mean training loss over all processes."""
-    model.train()
-    losses = []
-    loader = batch_loader(batches, train_config.loader_workers)
-    for batch in progress(loader, len(batches) if description else 0, description):
-        with mixed_precision(device):
-            logits = step_model(batch["enhancer"].to(device), batch["promoter"].to(device))
-        loss = loss_fn(logits.float(), batch["label"].to(device))
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()  # under DDP the gradients of all processes are averaged here
-        torch.nn.utils.clip_grad_norm_(model.parameters(), train_config.grad_clip)
-        optimizer.step()
-        scheduler.step()
-        losses.append(loss.detach())
-    mean = torch.stack(losses).mean()
-    if torch.distributed.is_initialized():
+@dataclass
+class _Run:
+    """What one process of a training run holds; rank 0 logs, checkpoints and writes outputs."""
+
+    rank: int
+    world: int
+    model: torch.nn.Module
+    step_model: torch.nn.Module  # what the steps call: DDP- and/or compile-wrapped `model`
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    loss_fn: torch.nn.Module
+    config: TrainConfig
+    device: torch.device
+    checkpoint_dir: Path
+    fingerprint: str
+
+
+def _train_epoch(run: _Run, train_data, epoch: int, partial: dict | None, stop: StopRequest, save) -> float:
+    """One pass over this process's batches, from a mid-epoch checkpoint when there is one.
+
+    Returns the mean training loss over all processes. `save(partial)` writes a mid-epoch
+    checkpoint; on a stop request it is written before TrainingInterrupted is raised.
+    """
+    config = run.config
+    batches = _epoch_batches(train_data, config, epoch, run.rank, run.world)
+    start = partial["batches_done"] if partial else 0
+    losses = [torch.tensor(value) for value in partial["losses"]] if partial else []
+    seed_dropout(config.seed, epoch, run.rank)
+    if partial:
+        torch.set_rng_state(partial["rng"][run.rank])
+    run.model.train()
+    loader = batch_loader(torch.utils.data.Subset(batches, range(start, len(batches))), config.loader_workers)
+    description = f"epoch {epoch}/{config.epochs}" if run.rank == 0 else ""
+    last_saved = time.monotonic()
+    for index, batch in enumerate(progress(loader, len(batches) - start, description), start=start):
+        losses.append(_step(run, batch))
+        minutes = (time.monotonic() - last_saved) / 60
+        signum, due = _agree(stop.signal, 0 < config.checkpoint_minutes <= minutes, run.world)
+        if (due or signum) and index + 1 < len(batches):
+            save({"epoch": epoch, "batches_done": index + 1, "losses": [float(v) for v in losses],
+                  "rng": _gather(torch.get_rng_state(), run.world)})  # fmt: skip
+            last_saved = time.monotonic()
+        if signum:
+            if run.rank == 0:
+                log.warning("Stopped by signal %d at epoch %d, batch %d of %d; checkpoint in %s; run again to "
+                            "resume.", signum, epoch, index + 1, len(batches), run.checkpoint_dir)  # fmt: skip
+            raise TrainingInterrupted(128 + signum)
+    mean = torch.stack([value.to(run.device) for value in losses]).mean()
+    if run.world > 1:
         torch.distributed.all_reduce(mean, op=torch.distributed.ReduceOp.AVG)
     return float(mean)
+
+
+def _step(run: _Run, batch: dict) -> torch.Tensor:
+    """One optimiser step; returns the batch loss (detached)."""
+    with mixed_precision(run.device):
+        logits = run.step_model(batch["enhancer"].to(run.device), batch["promoter"].to(run.device))
+    loss = run.loss_fn(logits.float(), batch["label"].to(run.device))
+    run.optimizer.zero_grad(set_to_none=True)
+    loss.backward()  # under DDP the gradients of all processes are averaged here
+    torch.nn.utils.clip_grad_norm_(run.model.parameters(), run.config.grad_clip)
+    run.optimizer.step()
+    run.scheduler.step()
+    return loss.detach()
+
+
+def _agree(signum: int, due: bool, world: int) -> tuple[int, bool]:
+    """All processes must checkpoint and stop at the same step, or the others wait forever."""
+    if world == 1:
+        return signum, due
+    flags = torch.tensor([signum, int(due)])
+    torch.distributed.all_reduce(flags, op=torch.distributed.ReduceOp.MAX)
+    return int(flags[0]), bool(flags[1])
+
+
+def _gather(value, world: int) -> list:
+    """`value` from every process, in rank order (all processes must call this)."""
+    if world == 1:
+        return [value]
+    values = [None] * world
+    torch.distributed.all_gather_object(values, value)
+    return values
 
 
 def _epoch_row(model, val_data, train_config, device, epoch: int, train_loss: float, learning_rate: float,
@@ -246,59 +382,61 @@ def _train(rank: int, world: int, shard_dir, model_config: ModelConfig, train_co
     seed_everything(train_config.seed)  # the same initial weights in every process
     model = EPITransformer(model_config).to(device)
     wrapped = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
-    # The compiled wrapper runs the steps; `model` keeps the plain parameter names for checkpoints.
-    step_model = torch.compile(wrapped) if train_config.compile else wrapped
     if rank == 0:
         log.info("Model %s attention, %d parameters, %s, %s", model_config.attention, count_parameters(model),
                  device_name, "bf16 autocast" if device.type == "cuda" else "float32")  # fmt: skip
-    optimizer, scheduler = _optimisation(model, train_config, len(_epoch_batches(train_data, train_config, 1, rank,
-                                                                                   world)))  # fmt: skip
+    steps_per_epoch = len(_epoch_batches(train_data, train_config, 1, rank, world))
+    optimizer, scheduler = _optimisation(model, train_config, steps_per_epoch)
     positives = float(train_data.label.sum())
     pos_weight = torch.tensor((len(train_data) - positives) / max(positives, 1.0), device=device)
-    loss_fn = torch.nn.BCEWithLogitsLoss(pos_weight=pos_weight)
+    run = _Run(rank, world, model, torch.compile(wrapped) if train_config.compile else wrapped, optimizer, scheduler,
+               torch.nn.BCEWithLogitsLoss(pos_weight=pos_weight), train_config, device, checkpoint_dir,
+               run_fingerprint(model_config, train_config, manifest))  # fmt: skip
 
-    fingerprint = run_fingerprint(model_config, train_config, manifest)
-    state = load_checkpoint(checkpoint_dir, fingerprint)
-    history, best, start_epoch = [], {"auprc": -1.0, "epoch": 0, "weights": None}, 0
+    state = load_checkpoint(checkpoint_dir, run.fingerprint)
+    history, best, done, partial = [], {"auprc": -1.0, "epoch": 0, "weights": None}, 0, None
     if state is not None:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
-        torch.set_rng_state(state["torch_rng"])
-        history, best, start_epoch = state["history"], state["best"], state["epoch"]
+        history, best, done, partial = state["history"], state["best"], state["epoch"], state.get("partial")
         if rank == 0:
-            log.info("Resumed from %s at epoch %d", _checkpoint_path(checkpoint_dir), start_epoch)
-    if world > 1:
-        torch.manual_seed(train_config.seed * 1000 + rank + start_epoch)  # distinct dropout masks per process
+            where = f"epoch {partial['epoch']}, batch {partial['batches_done']}" if partial else f"epoch {done + 1}"
+            log.info("Resuming from %s at %s", _checkpoint_path(checkpoint_dir), where)
+
+    def save(partial_epoch: dict | None) -> None:
+        if rank == 0:
+            save_checkpoint(checkpoint_dir, {
+                "fingerprint": run.fingerprint, "epoch": len(history), "partial": partial_epoch,
+                "model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                "history": history, "best": best,
+            })  # fmt: skip
+
     # Model tokens (one per patch), not bases: the unit attention cost grows with.
     tokens_per_epoch = len(train_data) * sum(-(-(length - 2 * train_data.flank) // model_config.patch_size)
                                              for length in train_data.lengths.values())  # fmt: skip
-
-    for epoch in range(start_epoch + 1, train_config.epochs + 1):
-        if should_stop_early(history, best, train_config.patience):
+    with StopRequest() as stop:
+        for epoch in range(done + 1, train_config.epochs + 1):
+            if should_stop_early(history, best, train_config.patience):
+                if rank == 0:
+                    log.info("Early stop: no better validation AUPRC since epoch %d (patience %d)", best["epoch"],
+                             train_config.patience)  # fmt: skip
+                break
+            started = time.perf_counter() - (partial["seconds"] if partial else 0.0)
+            save_partial = lambda p: save({**p, "seconds": time.perf_counter() - started})  # noqa: E731
+            train_loss = _train_epoch(run, train_data, epoch, partial, stop, save_partial)
+            partial = None
+            # Every process validates the same weights, so all agree on the history and on stopping.
+            row = _epoch_row(model, val_data, train_config, device, epoch, train_loss, scheduler.get_last_lr()[0],
+                             time.perf_counter() - started, tokens_per_epoch, device_name)  # fmt: skip
+            history.append(row)
+            if row["val_auprc"] > best["auprc"]:
+                weights = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+                best = {"auprc": row["val_auprc"], "epoch": epoch, "weights": weights}
             if rank == 0:
-                log.info("Early stop: no better validation AUPRC since epoch %d (patience %d)", best["epoch"],
-                         train_config.patience)  # fmt: skip
-            break
-        started = time.perf_counter()
-        batches = _epoch_batches(train_data, train_config, epoch, rank, world)
-        description = f"epoch {epoch}/{train_config.epochs}" if rank == 0 else ""
-        train_loss = _train_epoch(step_model, model, batches, optimizer, scheduler, loss_fn, train_config, device,
-                                  description)  # fmt: skip
-        # Every process validates the same weights, so all agree on the history and on stopping.
-        row = _epoch_row(model, val_data, train_config, device, epoch, train_loss, scheduler.get_last_lr()[0],
-                         time.perf_counter() - started, tokens_per_epoch, device_name)  # fmt: skip
-        history.append(row)
-        if row["val_auprc"] > best["auprc"]:
-            weights = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
-            best = {"auprc": row["val_auprc"], "epoch": epoch, "weights": weights}
-        if rank == 0:
-            log.info("epoch %d: " + ", ".join(f"{k} %s" for k in list(row)[1:]), epoch, *_fmt(list(row.values())[1:]))
-            save_checkpoint(checkpoint_dir, {
-                "fingerprint": fingerprint, "epoch": epoch, "model": model.state_dict(),
-                "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                "torch_rng": torch.get_rng_state(), "history": history, "best": best,
-            })  # fmt: skip
+                log.info("epoch %d: " + ", ".join(f"{k} %s" for k in list(row)[1:]), epoch,
+                         *_fmt(list(row.values())[1:]))  # fmt: skip
+            save(None)
     if rank != 0:
         return {}
     return write_outputs(outdir, best, history, model_config, train_config, manifest, device_name)
@@ -312,6 +450,7 @@ def write_outputs(outdir: Path, best, history, model_config, train_config, manif
         "model": model_config.to_dict(),
         "parameters": sum(v.numel() for v in best["weights"].values()),
         "widths": manifest["widths"],
+        "windows": manifest.get("windows"),  # edge, N filter, trans: how `epiformer predict` places windows
         "split": manifest["split"],
         "train": asdict(train_config),
         "best_epoch": best["epoch"],

@@ -12,10 +12,13 @@ rule train:
         # Kept outside the declared outputs: Snakemake deletes a failed job's outputs,
         # and this checkpoint must survive so that a re-run resumes.
         checkpoint_dir=lambda wildcards: f".epiformer-checkpoints/{wildcards.cell}/{wildcards.model}",
-    threads: config["train"]["threads"]
+    # One set of threads per data-parallel process; GPUs are requested only for device: cuda
+    # (with auto, a profile decides, e.g. profiles/slurm sets gpu for this rule).
+    threads: config["train"]["threads"] * config["train"]["devices"]
     resources:
-        mem_mb=config["train"]["mem_mb"],
+        mem_mb=config["train"]["mem_mb"] * config["train"]["devices"],
         runtime=config["train"]["runtime"],
+        gpu=config["train"]["devices"] if config["train"]["device"] == "cuda" else 0,
     log:
         "logs/{cell}/{model}/train.log",
     benchmark:
