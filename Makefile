@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { \
 	  echo "Cannot create $(VENV). On Debian/Ubuntu: sudo apt-get install -y python3-venv"; exit 1; }
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet "$(TORCH)" -e ".[workflow,test]"
+	$(BIN)/python -m pip install --quiet "$(TORCH)" -e ".[workflow,test,lint]"
 	touch $(STAMP)
 
 bedtools:
@@ -41,8 +41,17 @@ bedtools:
 	  exit 1; \
 	fi
 
+# Python style (ruff), Snakefile formatting (snakefmt, check only: `$(BIN)/snakefmt Snakefile
+# workflow/rules` rewrites the files) and Snakemake's own lints. All three run; any failure fails.
 lint: setup
-	$(BIN)/snakemake --lint
+	@status=0; \
+	echo "ruff check src tests benchmarks scripts"; \
+	$(BIN)/ruff check src tests benchmarks scripts || status=1; \
+	echo "snakefmt --check Snakefile workflow/rules/*.smk"; \
+	$(BIN)/snakefmt --check Snakefile workflow/rules/*.smk || status=1; \
+	echo "snakemake --lint"; \
+	$(BIN)/snakemake --lint || status=1; \
+	exit $$status
 
 clean:
 	rm -rf results logs .epiformer-checkpoints benchmarks/out .snakemake
