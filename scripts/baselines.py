@@ -1,0 +1,19 @@
+"""Fit one baseline (distance, kmer or propensity) on train; score the test split like the Transformers."""
+
+from epiformer.baselines import run_baseline
+from epiformer.runlog import setup_logging
+
+log = setup_logging(snakemake.log[0])
+metrics = run_baseline(
+    snakemake.wildcards.baseline,
+    snakemake.input.windows,
+    snakemake.input.shards,
+    snakemake.output.predictions,
+    snakemake.output.metrics,
+    kmer_size=snakemake.params.kmer_size,
+    pseudo_pairs=snakemake.params.pseudo_pairs,
+    resamples=snakemake.params.bootstrap,
+    seed=snakemake.params.seed,
+)
+log.info("%s baseline: test AUROC %.4f, AUPRC %.4f on %d pairs", snakemake.wildcards.baseline, metrics["auroc"],
+         metrics["auprc"], metrics["n_test"])  # fmt: skip

@@ -1,0 +1,19 @@
+rule baseline:
+    input:
+        windows="results/{cell}/windows.tsv",
+        shards="results/{cell}/shards",
+    output:
+        predictions="results/{cell}/{baseline}/predictions.tsv",
+        metrics="results/{cell}/{baseline}/metrics.json",
+    params:
+        kmer_size=config["baselines"]["kmer_size"],
+        pseudo_pairs=config["baselines"]["pseudo_pairs"],
+        bootstrap=config["evaluate"]["bootstrap"],
+        seed=config["evaluate"]["seed"],
+    threads: 1
+    log:
+        "logs/{cell}/{baseline}/baseline.log",
+    conda:
+        "../../envs/evaluate.yaml"
+    script:
+        "../../scripts/baselines.py"
