@@ -16,6 +16,8 @@ include: "workflow/rules/windows.smk"
 include: "workflow/rules/encode.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/baselines.smk"
+include: "workflow/rules/transfer.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/benchmark.smk"
 

@@ -1,4 +1,4 @@
-"""ROC and precision-recall curves of every model of one cell line."""
+"""ROC and precision-recall curves of every model and baseline of one cell line."""
 
 import json
 from pathlib import Path
@@ -9,4 +9,4 @@ from epiformer.runlog import setup_logging
 setup_logging(snakemake.log[0])
 split_mode = json.loads(Path(snakemake.input.metrics[0]).read_text())["split_mode"]
 predictions = dict(zip(snakemake.params.models, snakemake.input.predictions))
-plot_roc_pr(snakemake.wildcards.cell, predictions, snakemake.output[0], split_mode)
+plot_roc_pr(snakemake.wildcards.cell, predictions, snakemake.output.png, split_mode)

@@ -9,4 +9,4 @@ from epiformer.runlog import setup_logging
 setup_logging(snakemake.log[0])
 split_mode = json.loads(Path(snakemake.input.description).read_text())["split"]["mode"]
 wildcards = snakemake.wildcards
-plot_training(wildcards.cell, wildcards.model, snakemake.input.log_table, snakemake.output[0], split_mode)
+plot_training(wildcards.cell, wildcards.model, snakemake.input.log_table, snakemake.output.png, split_mode)

@@ -1,4 +1,4 @@
-"""One table of every (cell line, model) result."""
+"""One table of every (cell line, model or baseline) result."""
 
 from epiformer.runlog import setup_logging
 from epiformer.summary import ModelResult, write_summary
@@ -9,13 +9,11 @@ results = [
         cell_line=entry["cell_line"],
         model=entry["model"],
         metrics=metrics,
-        description=description,
+        description=entry["description"] or None,
         predictions=predictions,
         truth=entry["truth"] or None,
     )
-    for entry, metrics, description, predictions in zip(
-        snakemake.params.results, snakemake.input.metrics, snakemake.input.descriptions, snakemake.input.predictions
-    )
+    for entry, metrics, predictions in zip(snakemake.params.results, snakemake.input.metrics, snakemake.input.predictions)
 ]
 table = write_summary(results, snakemake.output.tsv, snakemake.output.markdown)
 log.info("Summary:\n%s", table.to_string(index=False))

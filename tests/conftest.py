@@ -73,6 +73,8 @@ def workdir(tmp_path_factory):
     for name in ("Snakefile", "workflow", "scripts", "envs"):
         source = REPO / name
         (shutil.copytree if source.is_dir() else shutil.copy)(source, work / name)
+    (work / "docs").mkdir()
+    shutil.copy(REPO / "docs" / "scaling_cpu.tsv", work / "docs")  # the report's reference scaling figure
     (work / "config").mkdir()
     (work / "config" / "config.yaml").write_text(yaml.safe_dump(tiny_config()))
     shutil.copy(REPO / "config" / "samples.tsv", work / "config" / "samples.tsv")

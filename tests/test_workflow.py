@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -28,7 +29,60 @@ def test_every_output_exists_for_both_cell_lines_and_models(finished):
             assert (results / "plots" / cell / f"{model}.training.png").stat().st_size > 1000
         assert (results / "plots" / cell / "roc_pr.png").stat().st_size > 1000
     summary = pd.read_csv(results / "summary.tsv", sep="\t")
-    assert len(summary) == 4 and summary["oracle_auroc"].between(0.5, 1).all()
+    assert len(summary) == 10 and summary["oracle_auroc"].between(0.5, 1).all()
+
+
+MODELS, BASELINES = ("linear", "softmax"), ("distance", "kmer", "propensity")
+
+
+def test_baselines_transfer_and_figures_are_written_for_every_cell_line(finished):
+    results = finished / "results"
+    for cell in ("demo_a", "demo_b"):
+        test_ids = set(pd.read_csv(results / cell / "linear" / "predictions.tsv", sep="\t")["pair_id"])
+        for baseline in BASELINES:
+            predictions = pd.read_csv(results / cell / baseline / "predictions.tsv", sep="\t")
+            assert set(predictions["pair_id"]) == test_ids  # exactly the same test pairs as the models
+        for figure in ("roc_pr", "calibration", "linear.training", "softmax.training"):
+            assert (results / "plots" / cell / f"{figure}.png").read_bytes()[:4] == b"\x89PNG"
+            assert "<svg" in (results / "plots" / cell / f"{figure}.svg").read_text()[:2000]
+    for figure in ("comparison", "scaling_reference", "transfer/linear", "transfer/softmax"):
+        assert (results / "plots" / f"{figure}.png").stat().st_size > 1000
+        assert (results / "plots" / f"{figure}.svg").stat().st_size > 1000
+    summary = pd.read_csv(results / "summary.tsv", sep="\t")
+    assert sorted(summary["model"].unique()) == sorted(MODELS + BASELINES) and len(summary) == 10
+    assert set(summary.loc[summary["kind"] == "baseline", "model"]) == set(BASELINES)
+
+
+def test_every_metric_equals_scikit_learn_on_predictions_tsv(finished):
+    from sklearn.metrics import (average_precision_score, balanced_accuracy_score, f1_score, matthews_corrcoef,
+                                 roc_auc_score)  # fmt: skip
+
+    for cell in ("demo_a", "demo_b"):
+        for model in MODELS + BASELINES:
+            metrics = json.loads((finished / "results" / cell / model / "metrics.json").read_text())
+            frame = pd.read_csv(finished / "results" / cell / model / "predictions.tsv", sep="\t")
+            labels, scores = frame["label"], frame["score"]
+            predicted = scores >= metrics["threshold"] - 5e-7  # scores are stored with 6 significant digits
+            assert metrics["auroc"] == pytest.approx(roc_auc_score(labels, scores), abs=1e-4)
+            assert metrics["auprc"] == pytest.approx(average_precision_score(labels, scores), abs=1e-4)
+            assert metrics["f1"] == pytest.approx(f1_score(labels, predicted), abs=1e-3)
+            assert metrics["mcc"] == pytest.approx(matthews_corrcoef(labels, predicted), abs=1e-3)
+            assert metrics["balanced_accuracy"] == pytest.approx(balanced_accuracy_score(labels, predicted), abs=1e-3)
+            assert (metrics["n_test"], metrics["positives"]) == (len(frame), labels.sum())
+            assert metrics["negatives"] == (labels == 0).sum() and metrics["prevalence"] == pytest.approx(labels.mean())
+            for name in ("auroc", "auprc"):
+                low, high = metrics[f"{name}_ci95"]
+                assert low <= metrics[name] <= high
+            assert metrics["split_mode"] == "chromosome"
+
+
+def test_transfer_diagonal_equals_each_models_own_test_metrics(finished):
+    for model in MODELS:
+        table = pd.read_csv(finished / "results" / "transfer" / f"{model}.tsv", sep="\t")
+        assert len(table) == 4 and set(table["train_cell"]) == set(table["test_cell"]) == {"demo_a", "demo_b"}
+        for row in table[table["train_cell"] == table["test_cell"]].itertuples():
+            metrics = json.loads((finished / "results" / row.train_cell / model / "metrics.json").read_text())
+            assert row.auroc == pytest.approx(metrics["auroc"], abs=1e-5) and row.n_test == metrics["n_test"]
 
 
 def test_windows_follow_the_design_rule(finished):
@@ -39,13 +93,29 @@ def test_windows_follow_the_design_rule(finished):
     assert set(windows.loc[windows.split == "test", "enhancer_chrom"]) == {"chr3"}
 
 
-def test_rerun_has_nothing_to_do_and_report_builds(finished):
+def report_results(html: str) -> dict:
+    """The report's embedded table of results: path -> {caption, data_uri, labels, ...}."""
+    start = html.index("var results = ", html.index('<script id="results">')) + len("var results = ")
+    return json.JSONDecoder().raw_decode(html, start)[0]
+
+
+def test_rerun_has_nothing_to_do_and_report_shows_every_figure_with_a_caption(finished):
     dry = snakemake(finished, "-n")
     assert dry.returncode == 0 and "Nothing to be done" in dry.stdout + dry.stderr
     report = snakemake(finished, "--report", "results/report.html")
     assert report.returncode == 0, report.stderr[-3000:]
-    html = (finished / "results" / "report.html").read_text(errors="replace")
-    assert "roc_pr.png" in html and "summary.tsv" in html
+    entries = report_results((finished / "results" / "report.html").read_text(errors="replace"))
+    figures = sorted(str(path.relative_to(finished)) for path in (finished / "results" / "plots").rglob("*.png"))
+    tables = ["results/summary.tsv", "results/transfer/linear.tsv", "results/transfer/softmax.tsv",
+              "results/demo_a/split_audit.tsv", "results/demo_b/split_audit.tsv"]  # fmt: skip
+    assert len(figures) == 12 and set(figures + tables) <= set(entries)
+    for path in figures + tables:
+        entry = entries[path]
+        caption = re.sub("<[^>]+>", "", entry["caption"])
+        assert len(caption.split()) > 25, (path, caption)  # says what it shows and how to read it
+        assert "{{" not in caption and "snakemake." not in caption  # templates filled in
+        assert entry["data_uri"].startswith("data:image/png" if path.endswith(".png") else "data:text/")
+    assert "demo_a" in entries["results/plots/demo_a/calibration.png"]["caption"]
 
 
 def test_changing_one_model_reruns_only_that_model(finished):

@@ -1,8 +1,9 @@
 """Scoring the test split and the metrics that go into `metrics.json`.
 
 `predictions.tsv`: pair_id, label, score (probability) for every test pair.
-`metrics.json`: AUROC and AUPRC with seeded bootstrap 95% intervals, F1 and MCC at the
-threshold that maximises F1 on the validation split, class counts and the split mode.
+`metrics.json`: AUROC and AUPRC with seeded bootstrap 95% intervals, F1, MCC and balanced
+accuracy at the threshold that maximises F1 on the validation split, class counts and the
+split mode. Every value is scikit-learn's on `predictions.tsv` (tested).
 """
 
 from __future__ import annotations
@@ -13,7 +14,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from sklearn.metrics import average_precision_score, f1_score, matthews_corrcoef, precision_recall_curve, roc_auc_score
+from sklearn.metrics import (
+    average_precision_score,
+    balanced_accuracy_score,
+    f1_score,
+    matthews_corrcoef,
+    precision_recall_curve,
+    roc_auc_score,
+)
 
 from epiformer.data import load_manifest, load_split
 from epiformer.fileio import atomic_write_text
@@ -54,7 +62,8 @@ def compute_metrics(test: pd.DataFrame, val: pd.DataFrame | None, resamples: int
         threshold = best_f1_threshold(val["label"].to_numpy(int), val["score"].to_numpy(float))
         predicted = scores >= threshold
         metrics.update(threshold=threshold, f1=float(f1_score(labels, predicted)),
-                       mcc=float(matthews_corrcoef(labels, predicted)))  # fmt: skip
+                       mcc=float(matthews_corrcoef(labels, predicted)),
+                       balanced_accuracy=float(balanced_accuracy_score(labels, predicted)))  # fmt: skip
     return metrics
 
 

@@ -1,7 +1,8 @@
-"""Figures: ROC and precision-recall curves per cell line, training curves per model.
+"""Figures: test curves, calibration, training curves, model comparison, transfer, scaling.
 
-Each function takes paths to workflow outputs and writes one PNG; matplotlib runs on the
-non-interactive Agg backend so the workflow needs no display.
+Each function takes paths to workflow outputs and writes one figure as PNG and, beside it,
+SVG (same name, `.svg`) for papers; matplotlib runs on the non-interactive Agg backend so
+the workflow needs no display. Models are drawn in solid lines, baselines dashed.
 """
 
 from __future__ import annotations
@@ -12,8 +13,25 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from sklearn.metrics import average_precision_score, precision_recall_curve, roc_auc_score, roc_curve  # noqa: E402
+
+from epiformer.fileio import atomic_write  # noqa: E402
+
+BASELINE_NAMES = {"distance", "kmer", "propensity"}
+
+
+def line_style(name: str) -> str:
+    return "--" if name in BASELINE_NAMES else "-"
+
+
+def save_figure(fig, out_png: str | Path) -> None:
+    """PNG (for the report) and SVG beside it, each written atomically."""
+    out_png = Path(out_png)
+    for path, options in ((out_png, {"dpi": 120}), (out_png.with_suffix(".svg"), {})):
+        atomic_write(path, lambda temporary, o=options, p=path: fig.savefig(temporary, format=p.suffix[1:], **o))
+    plt.close(fig)
 
 
 def split_caption(split_mode: str) -> str:
@@ -31,8 +49,9 @@ def plot_roc_pr(cell_line: str, predictions: dict[str, str | Path], out_png: str
         labels, scores = frame["label"], frame["score"]
         fpr, tpr, _ = roc_curve(labels, scores)
         precision, recall, _ = precision_recall_curve(labels, scores)
-        roc_ax.plot(fpr, tpr, label=f"{model} (AUROC {roc_auc_score(labels, scores):.3f})")
-        pr_ax.plot(recall, precision, label=f"{model} (AUPRC {average_precision_score(labels, scores):.3f})")
+        style = line_style(model)
+        roc_ax.plot(fpr, tpr, style, label=f"{model} (AUROC {roc_auc_score(labels, scores):.3f})")
+        pr_ax.plot(recall, precision, style, label=f"{model} (AUPRC {average_precision_score(labels, scores):.3f})")
         prevalence = labels.mean()
     roc_ax.plot([0, 1], [0, 1], color="grey", linestyle=":", label="chance")
     if prevalence is not None:
@@ -44,8 +63,7 @@ def plot_roc_pr(cell_line: str, predictions: dict[str, str | Path], out_png: str
         ax.legend(loc="lower right" if ax is roc_ax else "upper right", fontsize=8)
         ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(out_png, dpi=120)
-    plt.close(fig)
+    save_figure(fig, out_png)
 
 
 def plot_training(cell_line: str, model: str, train_log: str | Path, out_png: str | Path,
@@ -64,8 +82,7 @@ def plot_training(cell_line: str, model: str, train_log: str | Path, out_png: st
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(out_png, dpi=120)
-    plt.close(fig)
+    save_figure(fig, out_png)
 
 
 def plot_scaling(table_path: str | Path, out_png: str | Path) -> None:
@@ -92,5 +109,86 @@ def plot_scaling(table_path: str | Path, out_png: str | Path) -> None:
     device = table["device"].iloc[0] if len(table) else "?"
     fig.suptitle(f"M7 linear vs softmax attention, batch 1, {device}")
     fig.tight_layout()
-    fig.savefig(out_png, dpi=120)
-    plt.close(fig)
+    save_figure(fig, out_png)
+
+
+def reliability(labels: np.ndarray, scores: np.ndarray, bins: int = 10) -> pd.DataFrame:
+    """Mean score and observed positive rate per equal-width score bin (empty bins left out)."""
+    edges = np.linspace(0, 1, bins + 1)
+    which = np.clip(np.digitize(scores, edges[1:-1]), 0, bins - 1)
+    frame = pd.DataFrame({"bin": which, "score": scores, "label": labels})
+    return frame.groupby("bin").agg(mean_score=("score", "mean"), positive_rate=("label", "mean"),
+                                    pairs=("label", "size")).reset_index()  # fmt: skip
+
+
+def plot_calibration(cell_line: str, predictions: dict[str, str | Path], out_png: str | Path,
+                     split_mode: str = "chromosome") -> None:  # fmt: skip
+    """Reliability diagram (top) and score histograms (bottom) of every model on the test split."""
+    fig, (curve_ax, hist_ax) = plt.subplots(2, 1, figsize=(6.5, 7), height_ratios=[3, 1.3], sharex=True)
+    curve_ax.plot([0, 1], [0, 1], color="grey", linestyle=":", label="perfectly calibrated")
+    for model, path in predictions.items():
+        frame = pd.read_csv(path, sep="\t")
+        table = reliability(frame["label"].to_numpy(), frame["score"].to_numpy())
+        (line,) = curve_ax.plot(table["mean_score"], table["positive_rate"], line_style(model), marker="o",
+                                markersize=4, label=model)  # fmt: skip
+        hist_ax.hist(frame["score"], bins=np.linspace(0, 1, 21), histtype="step", color=line.get_color(),
+                     linestyle=line_style(model))  # fmt: skip
+    curve_ax.set(ylabel="observed fraction of positives", xlim=(0, 1), ylim=(0, 1),
+                 title=f"{cell_line}: calibration, test ({split_caption(split_mode)})")  # fmt: skip
+    hist_ax.set(xlabel="predicted probability (10 equal-width bins above)", ylabel="pairs")
+    curve_ax.legend(fontsize=8, loc="upper left")
+    for ax in (curve_ax, hist_ax):
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    save_figure(fig, out_png)
+
+
+def plot_comparison(summary_tsv: str | Path, out_png: str | Path) -> None:
+    """AUROC and AUPRC with 95% intervals for every (cell line, model or baseline), one row per cell line."""
+    table = pd.read_csv(summary_tsv, sep="\t")
+    cells = list(dict.fromkeys(table["cell_line"]))
+    fig, axes = plt.subplots(len(cells), 2, figsize=(10, 1.2 + 0.45 * table.groupby("cell_line").size().max() *
+                                                   len(cells)), squeeze=False)  # fmt: skip
+    for row, cell in zip(axes, cells):
+        part = table[table["cell_line"] == cell].reset_index(drop=True)
+        for ax, metric in zip(row, ("auroc", "auprc")):
+            for y, entry in part.iterrows():
+                colour = "tab:grey" if entry["model"] in BASELINE_NAMES else "tab:blue"
+                ax.errorbar(entry[metric], y, xerr=[[entry[metric] - entry[f"{metric}_lo"]],
+                            [entry[f"{metric}_hi"] - entry[metric]]], fmt="o", color=colour, capsize=3)  # fmt: skip
+            if metric == "auroc":
+                ax.axvline(0.5, color="grey", linestyle=":", label="chance")
+                if "oracle_auroc" in part and part["oracle_auroc"].notna().any():
+                    ax.axvline(part["oracle_auroc"].dropna().iloc[0], color="tab:green", linestyle="--",
+                               label="oracle (true probabilities)")  # fmt: skip
+            else:
+                ax.axvline(part["positives"].iloc[0] / part["n_test"].iloc[0], color="grey", linestyle=":",
+                           label="prevalence (chance)")  # fmt: skip
+            ax.set_yticks(range(len(part)), part["model"])
+            ax.invert_yaxis()
+            ax.set(xlabel=f"test {metric.upper()} (95% bootstrap interval)", title=f"{cell}: {metric.upper()}")
+            ax.grid(alpha=0.3, axis="x")
+            ax.legend(fontsize=7, loc="lower left")
+    fig.suptitle("Transformers (blue) against baselines (grey), held-out test pairs")
+    fig.tight_layout()
+    save_figure(fig, out_png)
+
+
+def plot_transfer(table_tsv: str | Path, model: str, out_png: str | Path) -> None:
+    """Train-cell x test-cell heatmaps of AUROC (left) and AUPRC (right) for one model."""
+    table = pd.read_csv(table_tsv, sep="\t")
+    cells = list(dict.fromkeys(table["train_cell"]))
+    size = 2.5 + 0.7 * len(cells)
+    fig, axes = plt.subplots(1, 2, figsize=(2 * size + 1.5, size))
+    for ax, metric in zip(axes, ("auroc", "auprc")):
+        matrix = table.pivot(index="train_cell", columns="test_cell", values=metric).loc[cells, cells]
+        image = ax.imshow(matrix.to_numpy(), cmap="viridis", vmin=0.5 if metric == "auroc" else 0, vmax=1)
+        for (i, j), value in np.ndenumerate(matrix.to_numpy()):
+            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=9,
+                    color="white" if value < (0.75 if metric == "auroc" else 0.5) else "black")  # fmt: skip
+        ax.set_xticks(range(len(cells)), cells, rotation=45, ha="right")
+        ax.set_yticks(range(len(cells)), cells)
+        ax.set(xlabel="tested on (test split)", ylabel="trained on", title=f"{model}: {metric.upper()}")
+        fig.colorbar(image, ax=ax, shrink=0.8)
+    fig.tight_layout()
+    save_figure(fig, out_png)

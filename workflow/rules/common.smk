@@ -23,11 +23,19 @@ samples = samples.set_index("cell_line", drop=False)
 
 CELL_LINES = list(samples.index)
 MODELS = list(config["models"])
+BASELINES = list(config["baselines"]["names"])
+EVALUATED = MODELS + BASELINES  # every table and plot shows models and baselines side by side
+if set(MODELS) & set(BASELINES):
+    raise ValueError(
+        f"models: {', '.join(sorted(set(MODELS) & set(BASELINES)))} is also a baseline's name; "
+        "rename the model (results/{cell}/{name}/ would hold both)."
+    )
 
 
 wildcard_constraints:
     cell="|".join(map(re.escape, CELL_LINES)),
     model="|".join(map(re.escape, MODELS)),
+    baseline="|".join(map(re.escape, BASELINES)) or "$^",
 
 
 def get_pairs(wildcards):
@@ -48,9 +56,13 @@ def get_truth(cell):
 
 def all_outputs():
     return [
-        expand("results/{cell}/{model}/metrics.json", cell=CELL_LINES, model=MODELS),
-        expand("results/plots/{cell}/roc_pr.png", cell=CELL_LINES),
+        expand("results/{cell}/{model}/metrics.json", cell=CELL_LINES, model=EVALUATED),
+        expand("results/plots/{cell}/{figure}.png", cell=CELL_LINES, figure=["roc_pr", "calibration"]),
         expand("results/plots/{cell}/{model}.training.png", cell=CELL_LINES, model=MODELS),
+        expand("results/transfer/{model}.tsv", model=MODELS),
+        expand("results/plots/transfer/{model}.png", model=MODELS),
+        "results/plots/comparison.png",
+        "results/plots/scaling_reference.png",
         "results/summary.tsv",
         "results/summary.md",
     ]

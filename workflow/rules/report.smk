@@ -1,16 +1,20 @@
+# Figures (PNG for the report, SVG beside each for papers) and the summary tables.
+
+
 rule plot_roc_pr:
     input:
-        predictions=expand("results/{{cell}}/{model}/predictions.tsv", model=MODELS),
-        metrics=expand("results/{{cell}}/{model}/metrics.json", model=MODELS),
+        predictions=expand("results/{{cell}}/{model}/predictions.tsv", model=EVALUATED),
+        metrics=expand("results/{{cell}}/{model}/metrics.json", model=EVALUATED),
     output:
-        report(
+        png=report(
             "results/plots/{cell}/roc_pr.png",
             caption="../report/roc_pr.rst",
             category="Test-set curves",
-            labels={"cell line": "{cell}"},
+            labels={"cell line": "{cell}", "figure": "ROC and PR"},
         ),
+        svg="results/plots/{cell}/roc_pr.svg",
     params:
-        models=MODELS,
+        models=EVALUATED,
     log:
         "logs/{cell}/plot_roc_pr.log",
     conda:
@@ -19,17 +23,40 @@ rule plot_roc_pr:
         "../../scripts/plot_roc_pr.py"
 
 
+rule plot_calibration:
+    input:
+        predictions=expand("results/{{cell}}/{model}/predictions.tsv", model=EVALUATED),
+        metrics=expand("results/{{cell}}/{model}/metrics.json", model=EVALUATED),
+    output:
+        png=report(
+            "results/plots/{cell}/calibration.png",
+            caption="../report/calibration.rst",
+            category="Test-set curves",
+            labels={"cell line": "{cell}", "figure": "calibration"},
+        ),
+        svg="results/plots/{cell}/calibration.svg",
+    params:
+        models=EVALUATED,
+    log:
+        "logs/{cell}/plot_calibration.log",
+    conda:
+        "../../envs/evaluate.yaml"
+    script:
+        "../../scripts/plot_calibration.py"
+
+
 rule plot_training:
     input:
         log_table="results/{cell}/{model}/train_log.tsv",
         description="results/{cell}/{model}/model.json",
     output:
-        report(
+        png=report(
             "results/plots/{cell}/{model}.training.png",
             caption="../report/training.rst",
             category="Training curves",
             labels={"cell line": "{cell}", "model": "{model}"},
         ),
+        svg="results/plots/{cell}/{model}.training.svg",
     log:
         "logs/{cell}/{model}/plot_training.log",
     conda:
@@ -38,20 +65,82 @@ rule plot_training:
         "../../scripts/plot_training.py"
 
 
+rule plot_transfer:
+    input:
+        table="results/transfer/{model}.tsv",
+    output:
+        png=report(
+            "results/plots/transfer/{model}.png",
+            caption="../report/transfer.rst",
+            category="Transfer across cell lines",
+            labels={"model": "{model}", "figure": "heatmap"},
+        ),
+        svg="results/plots/transfer/{model}.svg",
+    log:
+        "logs/transfer/plot_{model}.log",
+    conda:
+        "../../envs/evaluate.yaml"
+    script:
+        "../../scripts/plot_transfer.py"
+
+
+rule plot_comparison:
+    input:
+        summary="results/summary.tsv",
+    output:
+        png=report(
+            "results/plots/comparison.png",
+            caption="../report/comparison.rst",
+            category="Summary",
+            labels={"figure": "model comparison"},
+        ),
+        svg="results/plots/comparison.svg",
+    log:
+        "logs/plot_comparison.log",
+    conda:
+        "../../envs/evaluate.yaml"
+    script:
+        "../../scripts/plot_comparison.py"
+
+
+rule plot_scaling_reference:
+    input:
+        table="docs/scaling_cpu.tsv",
+    output:
+        png=report(
+            "results/plots/scaling_reference.png",
+            caption="../report/scaling_reference.rst",
+            category="Scaling",
+            labels={"figure": "reference measurement"},
+        ),
+        svg="results/plots/scaling_reference.svg",
+    log:
+        "logs/plot_scaling_reference.log",
+    conda:
+        "../../envs/evaluate.yaml"
+    script:
+        "../../scripts/plot_scaling.py"
+
+
 rule summary:
     input:
-        metrics=expand("results/{cell}/{model}/metrics.json", cell=CELL_LINES, model=MODELS),
+        metrics=expand("results/{cell}/{model}/metrics.json", cell=CELL_LINES, model=EVALUATED),
+        predictions=expand("results/{cell}/{model}/predictions.tsv", cell=CELL_LINES, model=EVALUATED),
         descriptions=expand("results/{cell}/{model}/model.json", cell=CELL_LINES, model=MODELS),
-        predictions=expand("results/{cell}/{model}/predictions.tsv", cell=CELL_LINES, model=MODELS),
         truths=[get_truth(cell) for cell in CELL_LINES if get_truth(cell)],
     output:
         tsv=report("results/summary.tsv", caption="../report/summary.rst", category="Summary"),
         markdown="results/summary.md",
     params:
         results=[
-            {"cell_line": cell, "model": model, "truth": get_truth(cell)}
+            {
+                "cell_line": cell,
+                "model": model,
+                "truth": get_truth(cell),
+                "description": f"results/{cell}/{model}/model.json" if model in MODELS else "",
+            }
             for cell in CELL_LINES
-            for model in MODELS
+            for model in EVALUATED
         ],
     log:
         "logs/summary.log",

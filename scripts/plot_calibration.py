@@ -1,0 +1,12 @@
+"""Reliability diagram of every model and baseline of one cell line."""
+
+import json
+from pathlib import Path
+
+from epiformer.plots import plot_calibration
+from epiformer.runlog import setup_logging
+
+setup_logging(snakemake.log[0])
+split_mode = json.loads(Path(snakemake.input.metrics[0]).read_text())["split_mode"]
+predictions = dict(zip(snakemake.params.models, snakemake.input.predictions))
+plot_calibration(snakemake.wildcards.cell, predictions, snakemake.output.png, split_mode)

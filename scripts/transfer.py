@@ -1,0 +1,12 @@
+"""Score one model trained on each cell line on every cell line's test split."""
+
+from pathlib import Path
+
+from epiformer.runlog import setup_logging
+from epiformer.transfer import write_transfer
+
+log = setup_logging(snakemake.log[0])
+cells = snakemake.params.cells
+model_dirs = {cell: Path(weights).parent for cell, weights in zip(cells, snakemake.input.weights)}
+table = write_transfer(model_dirs, dict(zip(cells, snakemake.input.shards)), snakemake.output.table)
+log.info("Transfer of %s:\n%s", snakemake.wildcards.model, table.to_string(index=False))

@@ -1,0 +1,46 @@
+"""Cross-cell-line transfer: every trained model scored on every cell line's test split.
+
+`results/transfer/{model}.tsv` has one row per (train_cell, test_cell): AUROC, AUPRC and
+the number of test pairs. All cell lines hold out the same chromosomes, so no test pair's
+enhancer chromosome was seen in training by any model. The diagonal equals each model's
+own `metrics.json`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import torch
+from sklearn.metrics import average_precision_score, roc_auc_score
+
+from epiformer.data import load_manifest, load_split
+from epiformer.fileio import atomic_write_text
+from epiformer.train import load_trained_model, predict_split
+
+
+def check_same_widths(description: dict, shard_dir: Path, model_dir: Path) -> None:
+    widths = load_manifest(shard_dir)["widths"]
+    if widths != description["widths"]:
+        raise ValueError(f"{model_dir} was trained on windows {description['widths']}, but {shard_dir} holds "
+                         f"{widths}: transfer needs the same window widths for every cell line.")  # fmt: skip
+
+
+def transfer_table(model_dirs: dict[str, Path], shard_dirs: dict[str, Path], batch_size: int = 256) -> pd.DataFrame:
+    """AUROC/AUPRC of the model trained on each cell line (keys of `model_dirs`) on each test split."""
+    rows = []
+    for train_cell, model_dir in model_dirs.items():
+        model, description = load_trained_model(model_dir)
+        for test_cell, shard_dir in shard_dirs.items():
+            check_same_widths(description, Path(shard_dir), Path(model_dir))
+            scores, labels, _ = predict_split(model, load_split(shard_dir, "test"), batch_size, torch.device("cpu"))
+            rows.append({"train_cell": train_cell, "test_cell": test_cell, "auroc": roc_auc_score(labels, scores),
+                         "auprc": average_precision_score(labels, scores), "n_test": len(labels),
+                         "positives": int(labels.sum())})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def write_transfer(model_dirs: dict[str, Path], shard_dirs: dict[str, Path], out_tsv: str | Path) -> pd.DataFrame:
+    table = transfer_table(model_dirs, shard_dirs)
+    atomic_write_text(Path(out_tsv), table.to_csv(sep="\t", index=False, float_format="%.6g"))
+    return table

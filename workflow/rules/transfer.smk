@@ -1,0 +1,20 @@
+rule transfer:
+    input:
+        weights=expand("results/{cell}/{{model}}/model.safetensors", cell=CELL_LINES),
+        descriptions=expand("results/{cell}/{{model}}/model.json", cell=CELL_LINES),
+        shards=expand("results/{cell}/shards", cell=CELL_LINES),
+    output:
+        table=report(
+            "results/transfer/{model}.tsv",
+            caption="../report/transfer_table.rst",
+            category="Transfer across cell lines",
+            labels={"model": "{model}", "table": "train x test"},
+        ),
+    params:
+        cells=CELL_LINES,
+    log:
+        "logs/transfer/{model}.log",
+    conda:
+        "../../envs/train.yaml"
+    script:
+        "../../scripts/transfer.py"
