@@ -3,6 +3,7 @@ import filecmp
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 
 from epiformer.demo import GRAMMARS, DemoSpec, generate_demo
@@ -51,15 +52,29 @@ def test_label_needs_both_elements_and_distance_carries_no_signal(full_demo, cel
     pairs = read_pairs(full_demo[cell])
     truth = pd.read_csv(full_demo[f"{cell}_truth"], sep="\t")
     enhancer, promoter = primary(truth["enhancer_motifs"]), primary(truth["promoter_motifs"])
-    compatible = np.array([(e, p) in GRAMMARS[grammar] for e, p in zip(enhancer, promoter)])
-    assert truth["label"][compatible].mean() > 0.8 and truth["label"][~compatible].mean() < 0.15
+    partners = np.array([(e, p) in GRAMMARS[grammar] for e, p in zip(enhancer, promoter)])
+    assert truth["label"][partners].mean() > 0.8 and truth["label"][~partners].mean() < 0.15
     # Knowing one element only: the best score is the positive rate of its motif.
     for side in (enhancer, promoter):
         one_sided = side.map(truth.groupby(side)["label"].mean())
         assert roc_auc_score(truth["label"], one_sided) < 0.8
     assert roc_auc_score(truth["label"], truth["p_interact"]) > 0.9
-    centres = ((pairs.enhancer_start + pairs.enhancer_end) // 2 - (pairs.promoter_start + pairs.promoter_end) // 2)
+    centres = (pairs.enhancer_start + pairs.enhancer_end) // 2 - (pairs.promoter_start + pairs.promoter_end) // 2
     assert abs(roc_auc_score(pairs["label"], centres.abs()) - 0.5) < 0.05
+
+
+@pytest.mark.parametrize("cell", ["demo_a", "demo_b"])
+def test_additive_model_of_both_motifs_stays_well_below_the_oracle(full_demo, cell):
+    """Best case for any model that scores each element on its own and adds (e.g. k-mer
+    logistic regression): fitted on the true motif identities, in-sample, no interaction."""
+    truth = pd.read_csv(full_demo[f"{cell}_truth"], sep="\t")
+    motifs = pd.DataFrame(
+        {"enhancer": primary(truth["enhancer_motifs"]), "promoter": primary(truth["promoter_motifs"])}
+    )
+    features = pd.get_dummies(motifs).to_numpy(float)
+    additive = LogisticRegression(C=10, max_iter=2000).fit(features, truth["label"]).decision_function(features)
+    assert roc_auc_score(truth["label"], additive) < 0.82
+    assert roc_auc_score(truth["label"], truth["p_interact"]) > 0.9
 
 
 def test_grammars_differ_between_cell_lines():

@@ -7,15 +7,21 @@ GC 0.36-0.58), N runs at the telomeres and one interior gap per chromosome, and 
 (soft-masked) stretches covering about a tenth of the sequence.
 
 Elements: promoters and enhancers at random non-N positions. Each carries one *primary*
-motif (four sites, near consensus, random strand) and sometimes one *decoy* site of
+motif (six sites, near consensus, random strand) and sometimes one *decoy* site of
 another motif, all within `SITE_SPREAD` bp of the element centre so that any window of
 at least 2 x SITE_SPREAD + 2 x flank bp contains them.
 
-Labels: each cell line has a *grammar*, a set of (enhancer TF, promoter TF) pairs that
-interact. A pair's true interaction probability is high when the two primary motifs are
-compatible, moderate when only a decoy makes them compatible, and low otherwise, so the
-label depends on both elements at once. Negatives are drawn from the same log-distance
-bins as the positives, so genomic distance alone carries no signal.
+Labels: each cell line has a *grammar*, a set of partner (enhancer TF, promoter TF) pairs.
+An element is *active* in a cell line when its primary motif belongs to some partner pair.
+A pair's true interaction probability is high when its two primary motifs are partners,
+moderate when only a decoy makes them partners, and low otherwise. Only pairs whose two
+elements are both active or both inactive are candidates. Negatives are drawn, from the
+same log-distance bin as each positive, as *hard* (both elements active but not partners,
+a fraction `HARD_NEGATIVES`) or *easy* (both inactive). Activity is learnable from one
+element, but among active pairs only the combination decides, so a model that scores
+each element separately (additive, e.g. k-mer logistic regression) stays well below one
+that relates enhancer to promoter; the grammars differ between cell lines, so a model
+does not transfer. Distance alone carries no signal.
 """
 
 from __future__ import annotations
@@ -31,20 +37,19 @@ from epiformer.motifs import Motif, bundled_jaspar_path, read_jaspar, reverse_co
 SITE_SPREAD = 100
 
 
-def compatible_sets(enhancer_tfs: set[str], promoter_tfs: set[str]) -> frozenset[tuple[str, str]]:
-    return frozenset((e, p) for e in enhancer_tfs for p in promoter_tfs)
-
-
 GRAMMARS: dict[str, frozenset[tuple[str, str]]] = {
-    # Erythroid: GATA1 or CTCF enhancers reach SP1 or CTCF promoters (CTCF-CTCF: homotypic bridging).
-    "erythroid": compatible_sets({"GATA1", "CTCF"}, {"SP1", "CTCF"}),
-    # Lymphoid: SPI1 or YY1 enhancers reach ELK1 or YY1 promoters (YY1-YY1: homotypic bridging).
-    "lymphoid": compatible_sets({"SPI1", "YY1"}, {"ELK1", "YY1"}),
+    # Erythroid: GATA1 enhancers reach SP1 and YY1 promoters; CTCF-CTCF is homotypic bridging.
+    "erythroid": frozenset({("GATA1", "SP1"), ("GATA1", "YY1"), ("CTCF", "CTCF")}),
+    # Lymphoid: SPI1 enhancers reach ELK1 and CTCF promoters; YY1-YY1 is homotypic bridging.
+    "lymphoid": frozenset({("SPI1", "ELK1"), ("SPI1", "CTCF"), ("YY1", "YY1")}),
 }
 ENHANCER_MOTIFS = ("CTCF", "YY1", "GATA1", "SPI1")
 PROMOTER_MOTIFS = ("CTCF", "YY1", "SP1", "ELK1")
-PRIMARY_SITES, DECOY_RATE = 4, 0.25
+PRIMARY_SITES, DECOY_RATE = 6, 0.25
 P_PRIMARY, P_DECOY, P_BACKGROUND = 0.9, 0.4, 0.03
+# Share of negatives that pair two active elements that are not partners; the rest pair two
+# inactive elements. Higher makes the combination matter more and one element alone less.
+HARD_NEGATIVES = 0.6
 
 
 @dataclass(frozen=True)
@@ -168,24 +173,45 @@ def candidate_pairs(enhancers: list[Element], promoters: list[Element], spec: De
     return [(int(i), int(j), int(distance[i, j])) for i, j in zip(rows, cols)]
 
 
+def pair_kind(enhancer: Element, promoter: Element, grammar: frozenset) -> str:
+    """'partners', 'hard' (both active, not partners), 'easy' (both inactive) or 'mixed'."""
+    enhancer_active = any(e == enhancer.primary for e, _ in grammar)
+    promoter_active = any(p == promoter.primary for _, p in grammar)
+    if (enhancer.primary, promoter.primary) in grammar:
+        return "partners"
+    if enhancer_active and promoter_active:
+        return "hard"
+    return "easy" if not (enhancer_active or promoter_active) else "mixed"
+
+
 def sample_cell_pairs(
     candidates, enhancers, promoters, grammar: frozenset, spec: DemoSpec, rng
 ) -> list[tuple[int, int, int, int, float]]:
     """Label candidates by the grammar, keep positives and distance-matched negatives, shuffled.
 
+    Pairs of one active and one inactive element are left out. Each positive gets
+    `spec.negatives_per_positive` negatives from its log-distance bin, each hard with
+    probability `HARD_NEGATIVES` (easy otherwise, or whichever kind the bin still has).
     Returns (enhancer index, promoter index, distance, label, true probability) rows.
     """
+    kinds = np.array([pair_kind(enhancers[i], promoters[j], grammar) for i, j, _ in candidates])
+    eligible = np.flatnonzero(kinds != "mixed")
+    candidates = [candidates[k] for k in eligible]
+    kinds = kinds[eligible]
     probs = np.array([interaction_probability(enhancers[i], promoters[j], grammar) for i, j, _ in candidates])
     labels = rng.random(len(probs)) < probs
     bins = np.floor(np.log10([d for _, _, d in candidates]) * 8).astype(int)
     positives = rng.permutation(np.flatnonzero(labels))[: spec.positives_per_cell]
-    negatives_by_bin: dict[int, list[int]] = {}
-    for index in rng.permutation(np.flatnonzero(~labels)):
-        negatives_by_bin.setdefault(int(bins[index]), []).append(int(index))
+    negatives: dict[tuple[int, bool], list[int]] = {}
+    for index in rng.permutation(np.flatnonzero(~labels & (kinds != "partners"))):
+        negatives.setdefault((int(bins[index]), bool(kinds[index] == "hard")), []).append(int(index))
     chosen = list(positives)
     for index in positives:
-        pool = negatives_by_bin.get(int(bins[index]), [])
-        chosen.extend(pool.pop() for _ in range(min(spec.negatives_per_positive, len(pool))))
+        for _ in range(spec.negatives_per_positive):
+            hard = bool(rng.random() < HARD_NEGATIVES)
+            pool = negatives.get((int(bins[index]), hard)) or negatives.get((int(bins[index]), not hard))
+            if pool:
+                chosen.append(pool.pop())
     chosen = rng.permutation(chosen)
     return [(*candidates[k], int(labels[k]), float(probs[k])) for k in chosen]
 
