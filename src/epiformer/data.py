@@ -5,6 +5,9 @@ and maps the tensors in place, so RAM stays flat however many shards a split has
 labels and pair ids (9 bytes a pair) are read eagerly. Sequences stay bit-packed until a
 batch is made, and are unpacked per batch.
 
+`PackedPairs` holds pairs encoded on the fly (scoring new pairs) in memory and serves them
+through the same interface as a `ShardSet`, so both go through the same batch building.
+
 `PairBatches` is a map-style dataset whose items are whole batches, for a `DataLoader` with
 `batch_size=None` and any number of workers. Batch i of an epoch holds the same pairs with
 the same augmentation whatever the number of workers: the order comes from
@@ -115,6 +118,29 @@ class ShardSet:
             here = shard_of_row == shard
             out[here] = self._maps[shard][element][rows[here] - self.starts[shard]]
         return out
+
+
+class PackedPairs:
+    """Packed pairs held in memory, read like a `ShardSet` (same `packed`, `lengths`, `flank`, ...).
+
+    `enhancer`, `promoter`: uint8 [N, L/2] as `encode.encode_windows` returns them;
+    `pair_id`: int64 [N]; `label`: [N], zeros when unknown.
+    """
+
+    def __init__(self, tensors: dict[str, np.ndarray], pair_id: np.ndarray, label: np.ndarray | None = None,
+                 flank: int = 0):  # fmt: skip
+        self._tensors = {element: tensors[element] for element in ELEMENTS}
+        self.lengths = {element: 2 * packed.shape[1] for element, packed in self._tensors.items()}
+        self.flank = flank
+        self.pair_id = np.asarray(pair_id, dtype=np.int64)
+        self.label = np.zeros(len(self.pair_id), dtype=np.uint8) if label is None else np.asarray(label)
+
+    def __len__(self) -> int:
+        return len(self.pair_id)
+
+    def packed(self, element: str, rows: np.ndarray) -> np.ndarray:
+        """uint8 [len(rows), L/2] packed one-hot of `element` for the given pair rows."""
+        return self._tensors[element][rows]
 
 
 def load_split(shard_dir: str | Path, split: str, verify: bool = True) -> ShardSet:

@@ -10,9 +10,10 @@ Stored layout (the one place it is defined; `epiformer.data` reads it back):
   chromosome end are N. Sequence is the reference + strand.
 - `label`: uint8 [N]; `pair_id`: int64 [N].
 
-`manifest.json` lists format version, widths, flank, channel order, packing, every shard
-with its row and label counts and SHA-256, and the checksums of the inputs. Every file is
-written to a temporary name and renamed, so a killed job leaves nothing that looks done.
+`manifest.json` lists format version, widths, flank, channel order, packing, the window
+settings (from the windows report), every shard with its row and label counts and SHA-256,
+and the checksums of the inputs. Every file is written to a temporary name and renamed, so
+a killed job leaves nothing that looks done.
 """
 
 from __future__ import annotations
@@ -81,6 +82,14 @@ def encode_element(genome: Genome, chroms, starts, ends, flank: int) -> np.ndarr
     return pack_codes(codes)
 
 
+def encode_windows(genome: Genome, windows: pd.DataFrame, flank: int) -> dict[str, np.ndarray]:
+    """`enhancer` and `promoter`, uint8 [N, L/2], of the rows of a windows table (see windows.tsv)."""
+    return {
+        e: encode_element(genome, windows[f"{e}_chrom"], windows[f"{e}_start"], windows[f"{e}_end"], flank)
+        for e in ("enhancer", "promoter")
+    }
+
+
 def write_shard(path: Path, tensors: dict[str, np.ndarray]) -> str:
     """Write one shard atomically; returns its SHA-256."""
     digests = []
@@ -111,10 +120,7 @@ def plan_shards(windows: pd.DataFrame, shard_size: int) -> list[ShardJob]:
 
 def encode_one_shard(genome: Genome, job: ShardJob, outdir: Path, flank: int) -> dict:
     """Encode and write one shard; returns its manifest entry."""
-    tensors = {
-        e: encode_element(genome, job.windows[f"{e}_chrom"], job.windows[f"{e}_start"], job.windows[f"{e}_end"], flank)
-        for e in ("enhancer", "promoter")
-    }
+    tensors = encode_windows(genome, job.windows, flank)
     tensors["label"] = job.windows["label"].to_numpy(dtype=np.uint8)
     tensors["pair_id"] = job.windows["pair_id"].to_numpy(dtype=np.int64)
     digest = write_shard(outdir / job.relative, tensors)
@@ -157,7 +163,7 @@ def encode_shards(
     a re-run first clears what an interrupted run left. `workers` processes encode shards
     in parallel, each with its own genome handle; the bytes do not depend on `workers`.
     `split_report` is the windows report (or any dict with `split_mode` and `leak_prone`);
-    its split mode travels in the manifest to the model and metrics.
+    its split mode and window settings (`windows`) travel in the manifest to the model and metrics.
     """
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
@@ -183,6 +189,7 @@ def encode_shards(
         "lengths": {e: w + 2 * flank for e, w in widths.items()},
         "split": {"mode": (split_report or {}).get("split_mode", "chromosome"),
                   "leak_prone": bool((split_report or {}).get("leak_prone", False))},
+        "windows": (split_report or {}).get("windows"),  # the WindowSpec; None when the report predates it
         "shards": entries,
         "inputs": {"pairs_sha256": pairs_sha256, "genome_index_sha256": genome_sha256},
     }

@@ -10,6 +10,10 @@ pair among the file's data rows and follows the pair through every output.
   end2 name score strand1 strand2 label; interval 1 is the enhancer, interval 2 the promoter.
 
 The format is detected from the content; `.gz` files are read transparently.
+
+Training needs a 0/1 label for every pair (`require_label=True`). For scoring new pairs
+labels are optional (`require_label=False`): a missing label column, or any value other
+than 0/1 (blank, `.`, `NA`), reads as -1, unknown.
 """
 
 from __future__ import annotations
@@ -117,7 +121,9 @@ def _check_values(frame: pd.DataFrame, require_label: bool) -> None:
     if require_label:
         bad = ~frame["label"].astype(str).str.strip().isin(["0", "1"])
         _fail_on_first(bad, frame, "label", "0 or 1")
-    frame["label"] = pd.to_numeric(frame["label"]).astype("int64")
+        frame["label"] = pd.to_numeric(frame["label"]).astype("int64")
+    else:
+        frame["label"] = frame["label"].astype(str).str.strip().map({"0": 0, "1": 1}).fillna(-1).astype("int64")
 
 
 def _fail_on_first(bad: pd.Series, frame: pd.DataFrame, column: str, expected: str) -> None:

@@ -4,7 +4,8 @@ Window rule (0-based, half-open): for an element [s, e) and width W,
 `center = (s + e) // 2`, `start = center - W // 2`, `end = start + W`. A window that crosses
 a chromosome end is shifted inside it (`edge="shift"`) or its pair dropped
 (`edge="drop"`); a chromosome shorter than W always drops the pair. Every dropped pair is
-counted by reason; nothing is lost silently.
+counted by reason (and `WindowReport.dropped_ids` lists their pair ids); nothing is lost
+silently.
 
 Pairs whose enhancer or promoter window is more than `max_n_fraction` N are dropped too.
 
@@ -12,7 +13,8 @@ Pairs whose enhancer or promoter window is more than `max_n_fraction` N are drop
 enhancer_end, promoter_chrom, promoter_start, promoter_end (window coordinates; distance is
 |enhancer centre - promoter centre| of the windows, -1 for pairs across chromosomes).
 `windows_report.json`: pairs in, kept, dropped by reason, split mode, pairs and positives
-per split.
+per split, and the window settings (`windows`: the WindowSpec), which travel on through the
+shard manifest into model.json so that scoring new pairs places windows the same way.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +56,7 @@ class WindowSpec:
 class WindowReport:
     pairs_in: int = 0
     dropped: Counter = field(default_factory=Counter)
+    dropped_ids: dict[str, np.ndarray] = field(default_factory=dict)  # reason -> pair ids, int64 [n]
 
     def as_dict(self, windows: pd.DataFrame, split: SplitSpec) -> dict:
         counts = windows.groupby("split")["label"].agg(["size", "sum"])
@@ -117,17 +120,26 @@ def place_windows(starts, ends, width: int, chrom_sizes, edge: str) -> tuple[np.
 
 
 def make_windows(
-    pairs: pd.DataFrame, sizes: dict[str, int], spec: WindowSpec, genome: Genome | None = None
+    pairs: pd.DataFrame,
+    sizes: dict[str, int],
+    spec: WindowSpec,
+    genome: Genome | None = None,
+    drop_duplicates: bool = True,
 ) -> tuple[pd.DataFrame, WindowReport]:
     """Windows for every pair that fits; the report counts the pairs dropped, by reason.
 
     With `genome`, pairs whose enhancer or promoter window is more than
-    `spec.max_n_fraction` N are dropped as well.
+    `spec.max_n_fraction` N are dropped as well. Exact duplicate rows are dropped for
+    training; scoring keeps them (`drop_duplicates=False`) so every input row gets a score.
     """
     check_chromosomes(pairs, sizes, f"genome {genome.path}" if genome is not None else "the genome")
     report = WindowReport(pairs_in=len(pairs))
-    duplicated = pairs.duplicated(subset=[c for c in pairs.columns if c != "pair_id"])
+    if drop_duplicates:
+        duplicated = pairs.duplicated(subset=[c for c in pairs.columns if c != "pair_id"])
+    else:
+        duplicated = pd.Series(False, index=pairs.index)
     report.dropped["duplicate_row"] = int(duplicated.sum())
+    report.dropped_ids["duplicate_row"] = pairs["pair_id"].to_numpy()[duplicated.to_numpy()]
     if duplicated.any():
         log.info("Dropped %d exact duplicate rows", int(duplicated.sum()))
     pairs = pairs[~duplicated]
@@ -147,6 +159,7 @@ def make_windows(
         starts, fits = place_windows(pairs[f"{element}_start"], pairs[f"{element}_end"], spec.width(element),
                                      chrom_sizes, spec.edge)  # fmt: skip
         report.dropped[f"{element}_window_off_chromosome"] = int((keep & ~fits).sum())
+        report.dropped_ids[f"{element}_window_off_chromosome"] = out["pair_id"].to_numpy()[keep & ~fits]
         keep &= fits
         out[f"{element}_chrom"], out[f"{element}_start"], out[f"{element}_end"] = chroms, starts, starts + spec.width(element)
     if genome is not None:
@@ -154,6 +167,7 @@ def make_windows(
             too_many_n = np.zeros(len(out), dtype=bool)
             too_many_n[keep] = n_fraction(genome, out[keep], element) > spec.max_n_fraction
             report.dropped[f"{element}_window_mostly_n"] = int(too_many_n.sum())
+            report.dropped_ids[f"{element}_window_mostly_n"] = out["pair_id"].to_numpy()[too_many_n]
             keep &= ~too_many_n
     centers = {e: (out[f"{e}_start"] + out[f"{e}_end"]) // 2 for e in ELEMENTS}
     out["distance"] = (centers["enhancer"] - centers["promoter"]).abs().where(~trans, -1)
@@ -183,7 +197,7 @@ def build_windows(pairs_path, genome_path, window_spec: WindowSpec, split_spec: 
     with Genome(genome_path) as genome:
         windows, report = make_windows(pairs, genome.sizes, window_spec, genome)
     windows = assign_splits(windows, split_spec)
-    summary = report.as_dict(windows, split_spec)
+    summary = {**report.as_dict(windows, split_spec), "windows": asdict(window_spec)}
     log.info("Windows: %s", json.dumps(summary))
     if split_spec.leak_prone:
         log.warning("split.mode is random: pairs share elements across splits, so results are leak-prone.")

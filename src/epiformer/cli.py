@@ -1,0 +1,131 @@
+"""The `epiformer` command line.
+
+`epiformer predict` scores new enhancer-promoter pairs with a trained model (see
+`epiformer.predict` and docs/predict.md). Each subcommand is one `add_*` function that
+declares its arguments and sets `run`, the function that carries it out (given the
+parsed arguments and the subcommand's parser, for usage errors); heavy imports
+(torch) wait until a command runs, so `epiformer --help` answers at once.
+
+Exit status: 0 on success, 1 when an input is wrong (the message says which file and how
+to fix it), 2 for a malformed command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from epiformer import __version__
+
+log = logging.getLogger(__name__)
+
+PREDICT_EXAMPLE = """\
+example:
+  epiformer predict --model results/demo_a/linear --genome resources/demo/genome.fa \\
+      --pairs resources/demo/demo_a.pairs.csv --out scores.tsv
+
+Writes scores.tsv (pair_id, score; pair_id is the 0-based data row of the pairs file) and
+scores.unscored.tsv (pair_id, line, reason for pairs that could not be scored, e.g. a
+window that is mostly N). Windows are placed with the widths and settings the model was
+trained with (model.json); labels in the pairs file are optional and ignored.
+"""
+
+
+def fraction(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not a fraction between 0 and 1")
+    return value
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive integer")
+    return value
+
+
+def add_predict(commands) -> None:
+    parser = commands.add_parser(
+        "predict",
+        help="score enhancer-promoter pairs with a trained model",
+        description="Score TargetFinder CSV or BEDPE pairs (labels optional) on any genome with a trained\n"
+        "model, using the same windows and encoding as the workflow's evaluation.",
+        epilog=PREDICT_EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    required = parser.add_argument_group("required arguments")
+    required.add_argument("--model", required=True, metavar="DIR",
+                          help="trained model folder, results/<cell>/<model> (model.json + model.safetensors)")
+    required.add_argument("--genome", required=True, metavar="FASTA",
+                          help="genome FASTA of the pairs' build, plain or bgzip-compressed (.fai made if missing)")
+    required.add_argument("--pairs", required=True, metavar="FILE",
+                          help="pairs: TargetFinder CSV (header) or BEDPE (tab-separated); .gz read transparently")
+    required.add_argument("--out", required=True, metavar="TSV", help="scores to write: pair_id, score")
+    parser.add_argument("--unscored", metavar="TSV",
+                        help="pairs that could not be scored, with line and reason (default: OUT with "
+                             ".unscored.tsv in place of .tsv)")
+    parser.add_argument("--batch-size", type=positive_int, default=256, metavar="N",
+                        help="pairs per forward pass (default: %(default)s, as in evaluation)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="where the model runs (default: %(default)s; cuda runs in bf16 autocast, as in "
+                             "training, so its scores differ slightly from the CPU's)")
+    parser.add_argument("--threads", type=positive_int, metavar="N", help="CPU threads for torch (default: torch's)")
+    overrides = parser.add_argument_group("window settings", "default: as recorded in model.json at training; "
+                                                             "change them only knowingly")
+    overrides.add_argument("--edge", choices=("shift", "drop"),
+                           help="window past a chromosome end: shift it inside, or leave the pair unscored")
+    overrides.add_argument("--max-n-fraction", type=fraction, metavar="F",
+                           help="leave pairs unscored whose enhancer or promoter window is more than F N")
+    overrides.add_argument("--allow-trans", action=argparse.BooleanOptionalAction, default=None,
+                           help="score pairs whose elements lie on different chromosomes")
+    parser.add_argument("--log", metavar="FILE", help="also write the log to FILE")
+    parser.set_defaults(run=run_predict, command_parser=parser)
+
+
+def run_predict(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    import torch
+
+    from epiformer.genome import GenomeError
+    from epiformer.pairs import PairsError
+    from epiformer.predict import ModelError, predict_pairs
+
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: no CUDA GPU is visible; use --device cpu")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    try:
+        predict_pairs(args.model, args.genome, args.pairs, args.out, unscored_path=args.unscored,
+                      batch_size=args.batch_size, device=args.device, edge=args.edge,
+                      max_n_fraction=args.max_n_fraction, allow_trans=args.allow_trans)  # fmt: skip
+    except (ModelError, GenomeError, PairsError) as error:
+        log.error("%s", error)
+        return 1
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="epiformer",
+        description="Enhancer-promoter interaction prediction with a linear-attention Transformer. The workflow "
+        "runs with Snakemake (see README.md); these commands work with its results.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("-q", "--quiet", action="store_true", help="log warnings and errors only")
+    commands = parser.add_subparsers(title="commands", dest="command", required=True, metavar="COMMAND")
+    add_predict(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from epiformer.runlog import setup_logging
+
+    setup_logging(getattr(args, "log", None), logging.WARNING if args.quiet else logging.INFO)
+    return args.run(args, args.command_parser)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
