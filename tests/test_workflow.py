@@ -156,3 +156,36 @@ def test_bad_sample_sheet_is_rejected_before_any_job(workdir, tmp_path, sheet, m
     run = snakemake(workdir, "-n", "--configfile", str(tmp_path / "config.yaml"))
     assert run.returncode != 0 and message in run.stdout + run.stderr
     assert "Job stats" not in run.stdout
+
+
+def test_a_new_cell_line_schedules_only_its_own_jobs_and_the_aggregates(finished, tmp_path):
+    sheet = (finished / "config" / "samples.tsv").read_text()
+    new_row = "demo_c\tresources/demo/demo_a.pairs.csv\tdemo\t\n"  # a third cell line: one new row
+    (tmp_path / "samples.tsv").write_text(sheet.rstrip("\n") + "\n" + new_row)
+    config = tiny_config()
+    config["samples"] = str(tmp_path / "samples.tsv")
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    dry = snakemake(finished, "-n", "--configfile", str(tmp_path / "config.yaml"))
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    jobs = re.findall(r"rule (\w+):\n(?:    .*\n)*?    wildcards: ([^\n]*)", dry.stdout)
+    per_cell = {(rule, wildcards) for rule, wildcards in jobs if "cell=" in wildcards}
+    assert per_cell and all("cell=demo_c" in wildcards for _, wildcards in per_cell)
+    assert {rule for rule, _ in per_cell} >= {"windows", "encode", "train", "evaluate", "baseline",
+                                             "plot_roc_pr", "plot_calibration", "plot_training"}  # fmt: skip
+    aggregates = {rule for rule, wildcards in jobs if "cell=" not in wildcards}
+    assert aggregates == {"transfer", "plot_transfer"}  # per model; summary and comparison have no wildcards
+    assert re.search(r"rule summary:", dry.stdout) and re.search(r"rule plot_comparison:", dry.stdout)
+    assert not re.search(r"cell=demo_[ab]\b", dry.stdout)
+
+
+def test_results_record_the_config_versions_and_genome_index_checksum(finished):
+    from epiformer.fileio import sha256_file
+
+    for cell in ("demo_a", "demo_b"):
+        report = json.loads((finished / "results" / cell / "windows_report.json").read_text())
+        assert report["inputs"]["genome_index_sha256"] == sha256_file(finished / "resources/demo/genome.fa.fai")
+        assert report["inputs"]["pairs_sha256"] and report["split_config"]["test_chromosomes"] == ["chr3"]
+        assert report["windows"]["enhancer_width"] == 64 and report["versions"]["torch"]
+        description = json.loads((finished / "results" / cell / "linear" / "model.json").read_text())
+        assert description["train"]["epochs"] == 1 and description["model"]["d_model"] == 16
+        assert description["versions"]["epiformer"] and description["data_manifest_sha256"]

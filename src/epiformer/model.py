@@ -31,7 +31,7 @@ class ModelConfig:
     d_model: int = 64
     n_layers: int = 2
     n_heads: int = 4
-    d_ff: int = 128
+    d_ff: int = 256  # 4 x d_model, as in Vaswani et al.
     patch_size: int = 1
     kernel_size: int = 1
     dropout: float = 0.1
@@ -87,7 +87,7 @@ class Attention(nn.Module):
         self.qkv = nn.Linear(config.d_model, 3 * config.d_model)
         self.out = nn.Linear(config.d_model, config.d_model)
 
-    def forward(self, x: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, padding: torch.Tensor | None) -> torch.Tensor:
         batch, length, dim = x.shape
         q, k, v = self.qkv(x).view(batch, length, 3, self.n_heads, dim // self.n_heads).permute(2, 0, 3, 1, 4)
         # q, k, v: (B, H, T, D/H)
@@ -107,7 +107,7 @@ class Block(nn.Module):
         )
         self.dropout = nn.Dropout(config.dropout)
 
-    def forward(self, x: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, padding: torch.Tensor | None) -> torch.Tensor:
         x = x + self.dropout(self.attention(self.norm1(x), padding))
         return x + self.dropout(self.feed_forward(self.norm2(x)))
 
@@ -131,6 +131,9 @@ class EPITransformer(nn.Module):
         return tokens + positions + self.segment.weight[segment], token_valid
 
     def forward(self, enhancer, promoter, enhancer_valid=None, promoter_valid=None) -> torch.Tensor:
+        # Without masks every token is valid: attention then skips masking (and SDPA can use
+        # its fastest kernels). Decided from the arguments, not the data, so compiled graphs stay whole.
+        masked = enhancer_valid is not None or promoter_valid is not None
         if enhancer_valid is None:
             enhancer_valid = torch.ones(enhancer.shape[:2], dtype=torch.bool, device=enhancer.device)
         if promoter_valid is None:
@@ -139,8 +142,9 @@ class EPITransformer(nn.Module):
         p_tokens, p_valid = self.embed(promoter, promoter_valid, 1)
         x = torch.cat([e_tokens, p_tokens], dim=1)  # (B, Te + Tp, D)
         valid = torch.cat([e_valid, p_valid], dim=1)  # (B, Te + Tp)
+        padding = ~valid if masked else None
         for block in self.blocks:
-            x = block(x, ~valid)
+            x = block(x, padding)
         x = self.norm(x)
         weights = valid[..., None].to(x.dtype)
         pooled = (x * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1)  # (B, D)

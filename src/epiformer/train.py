@@ -28,7 +28,6 @@ import os
 import random
 import signal
 import socket
-import sys
 import threading
 import time
 from dataclasses import asdict, dataclass
@@ -39,10 +38,10 @@ import torch
 from safetensors.torch import save_file
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from epiformer import __version__
 from epiformer.data import PairBatches, batch_loader, load_manifest, load_split
 from epiformer.fileio import atomic_write, atomic_write_text
 from epiformer.model import EPITransformer, ModelConfig, count_parameters
+from epiformer.provenance import package_versions
 from epiformer.runlog import progress
 
 log = logging.getLogger(__name__)
@@ -459,8 +458,7 @@ def write_outputs(outdir: Path, best, history, model_config, train_config, manif
         "tokens_per_s": float(np.median([r["tokens_per_s"] for r in history])),
         "device": str(device),
         "data_manifest_sha256": hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest(),
-        "versions": {"epiformer": __version__, "torch": torch.__version__, "numpy": np.__version__,
-                     "python": sys.version.split()[0]},  # fmt: skip
+        "versions": package_versions(),
     }
     atomic_write_text(outdir / "model.json", json.dumps(description, indent=2))
     return description

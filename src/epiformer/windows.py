@@ -31,6 +31,7 @@ import pandas as pd
 from epiformer.fileio import atomic_write_text
 from epiformer.genome import Genome, GenomeError
 from epiformer.pairs import PairsError, file_line, read_pairs
+from epiformer.provenance import input_record, package_versions
 from epiformer.splits import SplitSpec, assign_splits, split_audit
 
 log = logging.getLogger(__name__)
@@ -197,7 +198,9 @@ def build_windows(pairs_path, genome_path, window_spec: WindowSpec, split_spec: 
     with Genome(genome_path) as genome:
         windows, report = make_windows(pairs, genome.sizes, window_spec, genome)
     windows = assign_splits(windows, split_spec)
-    summary = {**report.as_dict(windows, split_spec), "windows": asdict(window_spec)}
+    summary = {**report.as_dict(windows, split_spec), "windows": asdict(window_spec),
+               "split_config": json.loads(json.dumps(asdict(split_spec))), "inputs": input_record(pairs_path, genome_path),
+               "versions": package_versions()}  # fmt: skip
     log.info("Windows: %s", json.dumps(summary))
     if split_spec.leak_prone:
         log.warning("split.mode is random: pairs share elements across splits, so results are leak-prone.")
