@@ -23,11 +23,11 @@ test: setup bedtools
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { \
 	  echo "Cannot create $(VENV). On Debian/Ubuntu: sudo apt-get install -y python3-venv"; exit 1; }
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet "$(TORCH)" -e ".[workflow,test,lint]"
+	$(BIN)/python -m pip install --quiet -c constraints.txt "$(TORCH)" -e ".[workflow,test,lint]"
 	touch $(STAMP)
 
 bedtools:

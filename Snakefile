@@ -23,6 +23,6 @@ include: "workflow/rules/benchmark.smk"
 
 
 rule all:
+    default_target: True
     input:
         all_outputs(),
-    default_target: True

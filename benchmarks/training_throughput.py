@@ -1,11 +1,16 @@
 """Training throughput on this machine: tokens/s and achieved FLOP/s against the matmul rate.
 
-For two configurations — the demo (256 + 224 bp, 4-bp patches, batch 32) and the default
-for real data (3 kb + 2 kb, one token per base, batch 16) — times optimiser steps of the
-linear model on random one-hot batches (the data pipeline is measured separately in
-benchmarks/shards.py), counts the matrix-multiply FLOPs of a step, and divides by the fp32
-matmul rate measured in the same run with the same threads. Usage:
-    python benchmarks/training_throughput.py [--threads 2] [--steps 10]
+Two configurations of the linear model (M7), each eager and under `torch.compile`
+(`train.compile: true`):
+- demo: 256 + 224 bp, 4-bp patches (kernel 12), d_model 64, d_ff 128, batch 32 (config/config.yaml);
+- default: 3 kb + 2 kb, one token per base, the ModelConfig defaults (d_model 64, 2 layers,
+  4 heads, d_ff 256), batch 16.
+Each round times one optimiser step of every variant on random one-hot batches (the data
+pipeline is measured separately in benchmarks/shards.py: ~100x faster than training) and,
+right after, the fp32 matmul rate with the same threads, so that a busy machine slows both
+sides of each ratio alike; medians over rounds are printed. FLOPs counted: the matrix
+multiplies of forward + backward (3 x forward). Usage:
+    python benchmarks/training_throughput.py [--threads 2] [--rounds 8]
 """
 
 from __future__ import annotations
@@ -19,12 +24,12 @@ import torch
 from epiformer.model import EPITransformer, ModelConfig
 
 CONFIGS = {
-    "demo (256+224 bp, patch 4, batch 32)": (256, 224, 32, dict(patch_size=4, kernel_size=12)),
-    "default (3000+2000 bp, patch 1, batch 16)": (3000, 2000, 16, dict(patch_size=1, kernel_size=1)),
+    "demo (256+224 bp, patch 4, d_ff 128, batch 32)": (256, 224, 32, dict(patch_size=4, kernel_size=12, d_ff=128)),
+    "default (3000+2000 bp, patch 1, d_ff 256, batch 16)": (3000, 2000, 16, dict(patch_size=1, kernel_size=1)),
 }
 
 
-def matmul_flops_per_second(size: int = 1024, repeats: int = 20) -> float:
+def matmul_flops_per_second(size: int = 1024, repeats: int = 10) -> float:
     a, b = torch.randn(size, size), torch.randn(size, size)
     a @ b
     started = time.perf_counter()
@@ -38,46 +43,63 @@ def step_flops(config: ModelConfig, tokens: int, bases: int, batch: int) -> floa
     d, heads = config.d_model, config.n_heads
     head_dim = d // heads
     per_token_per_layer = 2 * (4 * d * d + 2 * d * config.d_ff)  # q, k, v, out projections and feed-forward
-    per_token_per_layer += 2 * 2 * d * (head_dim + 1)  # phi(k)^T [v 1] and phi(q) kv
+    per_token_per_layer += 2 * 2 * d * (head_dim + 1)  # phi(k)^T [v 1] and phi(q) kv, per head
     forward = batch * (tokens * config.n_layers * per_token_per_layer + 2 * bases / config.patch_size * 4 *
                        config.kernel_size * d + 2 * d * d)  # fmt: skip
     return 3 * forward
 
 
-def measure(name: str, steps: int) -> None:
-    enhancer_width, promoter_width, batch, patching = CONFIGS[name]
-    config = ModelConfig(attention="linear", d_model=64, n_layers=2, n_heads=4, d_ff=128, dropout=0.0, **patching)
-    model = EPITransformer(config)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    generator = torch.Generator().manual_seed(0)
-    batch_tensors = [torch.nn.functional.one_hot(torch.randint(0, 4, (batch, w), generator=generator), 4).float()
-                     for w in (enhancer_width, promoter_width)]  # fmt: skip
-    labels = (torch.rand(batch, generator=generator) < 0.25).float()
-    times = []
-    for _ in range(steps + 2):
+class Variant:
+    """One configuration, eager or compiled, with its own model, optimiser and batch."""
+
+    def __init__(self, name: str, compiled: bool):
+        enhancer_width, promoter_width, batch, overrides = CONFIGS[name]
+        self.name = f"{name}, {'compiled' if compiled else 'eager'}"
+        self.config = ModelConfig(attention="linear", dropout=0.0, **overrides)
+        model = EPITransformer(self.config)
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        self.model = torch.compile(model) if compiled else model
+        generator = torch.Generator().manual_seed(0)
+        self.inputs = [torch.nn.functional.one_hot(torch.randint(0, 4, (batch, w), generator=generator), 4).float()
+                       for w in (enhancer_width, promoter_width)]  # fmt: skip
+        self.labels = (torch.rand(batch, generator=generator) < 0.25).float()
+        self.tokens = batch * sum(-(-w // self.config.patch_size) for w in (enhancer_width, promoter_width))
+        self.flops = step_flops(self.config, self.tokens // batch, enhancer_width + promoter_width, batch)
+        self.seconds: list[float] = []
+        self.ratios: list[float] = []
+
+    def step(self) -> float:
         started = time.perf_counter()
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(model(*batch_tensors), labels)
-        optimizer.zero_grad()
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(self.model(*self.inputs), self.labels)
+        self.optimizer.zero_grad()
         loss.backward()
-        optimizer.step()
-        times.append(time.perf_counter() - started)
-    seconds = statistics.median(times[2:])
-    tokens = sum(-(-w // config.patch_size) for w in (enhancer_width, promoter_width))
-    flops = step_flops(config, tokens, enhancer_width + promoter_width, batch) / seconds
-    peak = matmul_flops_per_second()
-    print(f"{name}: {batch * tokens / seconds:,.0f} tokens/s, {batch / seconds:,.0f} pairs/s, "
-          f"{flops / 1e9:.1f} GFLOP/s = {flops / peak:.0%} of the {peak / 1e9:.0f} GFLOP/s fp32 matmul rate")  # fmt: skip
+        self.optimizer.step()
+        return time.perf_counter() - started
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
-    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=8)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    print(f"{args.threads} thread(s), linear model d_model 64, 2 layers")
-    for name in CONFIGS:
-        measure(name, args.steps)
+    variants = [Variant(name, compiled) for name in CONFIGS for compiled in (False, True)]
+    for variant in variants:  # warm-up; compiling takes a while
+        variant.step(), variant.step()
+    peaks = []
+    for _ in range(args.rounds):
+        for variant in variants:
+            seconds = variant.step()
+            peak = matmul_flops_per_second()
+            variant.seconds.append(seconds)
+            variant.ratios.append(variant.flops / seconds / peak)
+            peaks.append(peak)
+    print(f"{args.threads} thread(s), linear attention (M7), median of {args.rounds} rounds; "
+          f"fp32 matmul rate {statistics.median(peaks) / 1e9:.0f} GFLOP/s")  # fmt: skip
+    for variant in variants:
+        seconds = statistics.median(variant.seconds)
+        print(f"{variant.name}: {variant.tokens / seconds:,.0f} tokens/s, {variant.flops / seconds / 1e9:.1f} "
+              f"GFLOP/s = {statistics.median(variant.ratios):.0%} of the matmul rate")  # fmt: skip
 
 
 if __name__ == "__main__":

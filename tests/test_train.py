@@ -15,8 +15,8 @@ from epiformer.encode import encode_shards
 from epiformer.genome import Genome
 from epiformer.model import ModelConfig
 from epiformer.pairs import read_pairs
-from epiformer.train import TrainConfig, load_trained_model, select_device, train_model
 from epiformer.splits import SplitSpec, assign_splits
+from epiformer.train import TrainConfig, load_trained_model, select_device, train_model
 from epiformer.windows import WindowSpec, make_windows
 
 TINY_MODEL = ModelConfig(d_model=16, n_layers=1, n_heads=2, d_ff=32, patch_size=4, kernel_size=8, dropout=0.1)

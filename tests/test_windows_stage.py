@@ -65,7 +65,10 @@ def write_bedpe(path, rows):
 SPLIT = SplitSpec(val_chromosomes=("chr2",), test_chromosomes=("chr3",))
 
 
-def run_stage(tmp_path, pairs, genome, spec=WindowSpec(100, 80), split=SPLIT):
+DEFAULT_SPEC = WindowSpec(100, 80)
+
+
+def run_stage(tmp_path, pairs, genome, spec=DEFAULT_SPEC, split=SPLIT):
     out = tmp_path / "out"
     out.mkdir(exist_ok=True)
     report = build_windows(pairs, genome, spec, split, out / "windows.tsv", out / "split_audit.tsv",

@@ -54,8 +54,13 @@ def test_baselines_transfer_and_figures_are_written_for_every_cell_line(finished
 
 
 def test_every_metric_equals_scikit_learn_on_predictions_tsv(finished):
-    from sklearn.metrics import (average_precision_score, balanced_accuracy_score, f1_score, matthews_corrcoef,
-                                 roc_auc_score)  # fmt: skip
+    from sklearn.metrics import (
+        average_precision_score,
+        balanced_accuracy_score,
+        f1_score,
+        matthews_corrcoef,
+        roc_auc_score,  # fmt: skip
+    )
 
     for cell in ("demo_a", "demo_b"):
         for model in MODELS + BASELINES:

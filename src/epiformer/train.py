@@ -422,7 +422,7 @@ def _train(rank: int, world: int, shard_dir, model_config: ModelConfig, train_co
                              train_config.patience)  # fmt: skip
                 break
             started = time.perf_counter() - (partial["seconds"] if partial else 0.0)
-            save_partial = lambda p: save({**p, "seconds": time.perf_counter() - started})  # noqa: E731
+            save_partial = lambda p, started=started: save({**p, "seconds": time.perf_counter() - started})  # noqa: E731
             train_loss = _train_epoch(run, train_data, epoch, partial, stop, save_partial)
             partial = None
             # Every process validates the same weights, so all agree on the history and on stopping.

@@ -5,15 +5,15 @@ rule baseline:
     output:
         predictions="results/{cell}/{baseline}/predictions.tsv",
         metrics="results/{cell}/{baseline}/metrics.json",
+    log:
+        "logs/{cell}/{baseline}/baseline.log",
+    conda:
+        "../../envs/evaluate.yaml"
+    threads: 1
     params:
         kmer_size=config["baselines"]["kmer_size"],
         pseudo_pairs=config["baselines"]["pseudo_pairs"],
         bootstrap=config["evaluate"]["bootstrap"],
         seed=config["evaluate"]["seed"],
-    threads: 1
-    log:
-        "logs/{cell}/{baseline}/baseline.log",
-    conda:
-        "../../envs/evaluate.yaml"
     script:
         "../../scripts/baselines.py"

@@ -6,15 +6,15 @@ rule bench:
             caption="../report/scaling.rst",
             category="Scaling",
         ),
+    log:
+        "logs/benchmarks/scaling.log",
+    conda:
+        "../../envs/train.yaml"
+    threads: 1
     params:
         lengths=config["benchmark"]["lengths"],
         softmax_max_tokens=config["benchmark"]["softmax_max_tokens"],
         model_max_tokens=config["benchmark"]["model_max_tokens"],
         device=config["benchmark"]["device"],
-    threads: 1
-    log:
-        "logs/benchmarks/scaling.log",
-    conda:
-        "../../envs/train.yaml"
     script:
         "../../scripts/scaling.py"

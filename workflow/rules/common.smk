@@ -3,7 +3,6 @@ import re
 import pandas as pd
 from snakemake.utils import validate
 
-
 validate(config, schema="../schemas/config.schema.yaml")
 
 samples = pd.read_csv(config["samples"], sep="\t", dtype=str, comment="#").fillna("")

@@ -5,11 +5,11 @@ rule demo_data:
         truth_a="resources/demo/demo_a.truth.tsv",
         pairs_b="resources/demo/demo_b.pairs.bedpe",
         truth_b="resources/demo/demo_b.truth.tsv",
-    params:
-        spec=config.get("demo", {}),
     log:
         "logs/demo/demo_data.log",
     conda:
         "../../envs/genome.yaml"
+    params:
+        spec=config.get("demo", {}),
     script:
         "../../scripts/demo_data.py"

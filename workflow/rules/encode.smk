@@ -7,15 +7,15 @@ rule encode:
         pairs=get_pairs,
     output:
         shards=directory("results/{cell}/shards"),
-    params:
-        flank=config["augment"]["max_shift"],
-        shard_size=config["encode"]["shard_size"],
-    threads: 2
     log:
         "logs/{cell}/encode.log",
     benchmark:
         "benchmarks/out/{cell}/encode.tsv"
     conda:
         "../../envs/encode.yaml"
+    threads: 2
+    params:
+        flank=config["augment"]["max_shift"],
+        shard_size=config["encode"]["shard_size"],
     script:
         "../../scripts/encode.py"

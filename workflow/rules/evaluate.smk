@@ -6,12 +6,12 @@ rule evaluate:
     output:
         predictions="results/{cell}/{model}/predictions.tsv",
         metrics="results/{cell}/{model}/metrics.json",
-    params:
-        bootstrap=config["evaluate"]["bootstrap"],
-        seed=config["evaluate"]["seed"],
     log:
         "logs/{cell}/{model}/evaluate.log",
     conda:
         "../../envs/train.yaml"
+    params:
+        bootstrap=config["evaluate"]["bootstrap"],
+        seed=config["evaluate"]["seed"],
     script:
         "../../scripts/evaluate.py"

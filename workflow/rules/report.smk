@@ -13,12 +13,12 @@ rule plot_roc_pr:
             labels={"cell line": "{cell}", "figure": "ROC and PR"},
         ),
         svg="results/plots/{cell}/roc_pr.svg",
-    params:
-        models=EVALUATED,
     log:
         "logs/{cell}/plot_roc_pr.log",
     conda:
         "../../envs/evaluate.yaml"
+    params:
+        models=EVALUATED,
     script:
         "../../scripts/plot_roc_pr.py"
 
@@ -35,12 +35,12 @@ rule plot_calibration:
             labels={"cell line": "{cell}", "figure": "calibration"},
         ),
         svg="results/plots/{cell}/calibration.svg",
-    params:
-        models=EVALUATED,
     log:
         "logs/{cell}/plot_calibration.log",
     conda:
         "../../envs/evaluate.yaml"
+    params:
+        models=EVALUATED,
     script:
         "../../scripts/plot_calibration.py"
 
@@ -131,6 +131,10 @@ rule summary:
     output:
         tsv=report("results/summary.tsv", caption="../report/summary.rst", category="Summary"),
         markdown="results/summary.md",
+    log:
+        "logs/summary.log",
+    conda:
+        "../../envs/evaluate.yaml"
     params:
         results=[
             {
@@ -142,9 +146,5 @@ rule summary:
             for cell in CELL_LINES
             for model in EVALUATED
         ],
-    log:
-        "logs/summary.log",
-    conda:
-        "../../envs/evaluate.yaml"
     script:
         "../../scripts/summary.py"

@@ -5,13 +5,12 @@ rule train:
         weights="results/{cell}/{model}/model.safetensors",
         description="results/{cell}/{model}/model.json",
         log_table="results/{cell}/{model}/train_log.tsv",
-    params:
-        model=lambda wildcards: config["models"][wildcards.model],
-        train=config["train"],
-        augment=config["augment"],
-        # Kept outside the declared outputs: Snakemake deletes a failed job's outputs,
-        # and this checkpoint must survive so that a re-run resumes.
-        checkpoint_dir=lambda wildcards: f".epiformer-checkpoints/{wildcards.cell}/{wildcards.model}",
+    log:
+        "logs/{cell}/{model}/train.log",
+    benchmark:
+        "benchmarks/out/{cell}/{model}/train.tsv"
+    conda:
+        "../../envs/train.yaml"
     # One set of threads per data-parallel process; GPUs are requested only for device: cuda
     # (with auto, a profile decides, e.g. profiles/slurm sets gpu for this rule).
     threads: config["train"]["threads"] * config["train"]["devices"]
@@ -19,11 +18,12 @@ rule train:
         mem_mb=config["train"]["mem_mb"] * config["train"]["devices"],
         runtime=config["train"]["runtime"],
         gpu=config["train"]["devices"] if config["train"]["device"] == "cuda" else 0,
-    log:
-        "logs/{cell}/{model}/train.log",
-    benchmark:
-        "benchmarks/out/{cell}/{model}/train.tsv"
-    conda:
-        "../../envs/train.yaml"
+    params:
+        model=lambda wildcards: config["models"][wildcards.model],
+        train=config["train"],
+        augment=config["augment"],
+        # Kept outside the declared outputs: Snakemake deletes a failed job's outputs,
+        # and this checkpoint must survive so that a re-run resumes.
+        checkpoint_dir=lambda wildcards: f".epiformer-checkpoints/{wildcards.cell}/{wildcards.model}",
     script:
         "../../scripts/train.py"

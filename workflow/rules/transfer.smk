@@ -10,11 +10,11 @@ rule transfer:
             category="Transfer across cell lines",
             labels={"model": "{model}", "table": "train x test"},
         ),
-    params:
-        cells=CELL_LINES,
     log:
         "logs/transfer/{model}.log",
     conda:
         "../../envs/train.yaml"
+    params:
+        cells=CELL_LINES,
     script:
         "../../scripts/transfer.py"

@@ -3,10 +3,10 @@ rule index_genome:
         fasta="{fasta}",
     output:
         fai="{fasta}.fai",
-    wildcard_constraints:
-        fasta="|".join(re.escape(path) for path in config["genomes"].values()),
     log:
         "logs/index_genome/{fasta}.log",
+    wildcard_constraints:
+        fasta="|".join(re.escape(path) for path in config["genomes"].values()),
     conda:
         "../../envs/genome.yaml"
     script:
@@ -27,12 +27,12 @@ rule windows:
             labels={"cell line": "{cell}", "table": "split audit"},
         ),
         report="results/{cell}/windows_report.json",
-    params:
-        windows=config["windows"],
-        split=config["split"],
     log:
         "logs/{cell}/windows.log",
     conda:
         "../../envs/genome.yaml"
+    params:
+        windows=config["windows"],
+        split=config["split"],
     script:
         "../../scripts/windows.py"
