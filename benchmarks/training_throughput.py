@@ -1,10 +1,13 @@
 """Training throughput on this machine: tokens/s and achieved FLOP/s against the matmul rate.
 
-Two configurations of the linear model (M7), each eager and under `torch.compile`
+Three configurations of the linear model (M7), each eager and under `torch.compile`
 (`train.compile: true`):
 - demo: 256 + 224 bp, 4-bp patches (kernel 12), d_model 64, d_ff 128, batch 32 (config/config.yaml);
-- default: 3 kb + 2 kb, one token per base, the ModelConfig defaults (d_model 64, 2 layers,
-  4 heads, d_ff 256), batch 16.
+- default: 3 kb + 2 kb windows with the ModelConfig defaults, the model config/README.md
+  recommends for real data (d_model 128, 4 layers, 8 heads, d_ff 512, 10-bp patches with
+  kernel 20: 500 tokens per pair), batch 64;
+- one token per base: 3 kb + 2 kb, patch 1, d_model 64, 2 layers, d_ff 256, batch 16
+  (5,000 tokens per pair: the configuration the issue's orientation figures used).
 Each round times one optimiser step of every variant on random one-hot batches (the data
 pipeline is measured separately in benchmarks/shards.py: ~100x faster than training) and,
 right after, the fp32 matmul rate with the same threads, so that a busy machine slows both
@@ -24,9 +27,12 @@ import torch
 from epiformer.model import EPITransformer, ModelConfig
 
 CONFIGS = {
-    "demo (256+224 bp, patch 4, d_ff 128, batch 32)": (256, 224, 32, dict(patch_size=4, kernel_size=12, d_ff=128)),
-    "default (3000+2000 bp, patch 1, d_ff 256, batch 16)": (3000, 2000, 16, dict(patch_size=1, kernel_size=1)),
-}
+    "demo (256+224 bp, d_model 64, d_ff 128, patch 4, batch 32)": (
+        256, 224, 32, dict(d_model=64, n_layers=2, n_heads=4, d_ff=128, patch_size=4, kernel_size=12)),
+    "default (3000+2000 bp, ModelConfig defaults: d_model 128, 4 layers, patch 10, batch 64)": (3000, 2000, 64, {}),
+    "one token per base (3000+2000 bp, d_model 64, d_ff 256, patch 1, batch 16)": (
+        3000, 2000, 16, dict(d_model=64, n_layers=2, n_heads=4, d_ff=256, patch_size=1, kernel_size=1)),
+}  # fmt: skip
 
 
 def matmul_flops_per_second(size: int = 1024, repeats: int = 10) -> float:

@@ -11,5 +11,6 @@ rule demo_data:
         "../../envs/genome.yaml"
     params:
         spec=config.get("demo", {}),
+        generator=demo_generator_checksum(),
     script:
         "../../scripts/demo_data.py"
