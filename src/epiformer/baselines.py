@@ -43,8 +43,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from epiformer import __version__
-from epiformer.data import ELEMENTS, ShardError, ShardSet, crop, load_manifest, load_split, unpack
-from epiformer.evaluate import compute_metrics, write_predictions
+from epiformer.data import ELEMENTS, ShardError, ShardSet, crop, load_split, unpack
+from epiformer.evaluate import compute_metrics, data_fields, write_predictions
 from epiformer.fileio import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -207,10 +207,7 @@ def run_baseline(name: str, windows_path, shard_dir, predictions_path, metrics_p
     scores, c = fit_logistic(features, labels, C_GRIDS[name], seed)
     frames = {split: pd.DataFrame({"pair_id": shards[split].pair_id, "label": labels[split], "score": scores[split]})
               for split in ("val", "test")}  # fmt: skip
-    metrics = compute_metrics(frames["test"], frames["val"], resamples, seed)
-    manifest = load_manifest(shard_dir)
-    metrics.update(split_mode=manifest["split"]["mode"], leak_prone=manifest["split"]["leak_prone"],
-                   data_widths=manifest["widths"])  # fmt: skip
+    metrics = {**compute_metrics(frames["test"], frames["val"], resamples, seed), **data_fields(shard_dir)}
     metrics["baseline"] = {"name": name, "features": int(features["train"].shape[1]), "C": c, "seed": seed,
                            "train_pairs": len(tables["train"]), "epiformer_version": __version__,
                            **description}  # fmt: skip

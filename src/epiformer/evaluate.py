@@ -76,13 +76,17 @@ def evaluate_model(model_dir: str | Path, shard_dir: str | Path, predictions_pat
     for split in ("val", "test"):
         scores, labels, ids = predict_split(model, load_split(shard_dir, split), 256, device)
         frames[split] = pd.DataFrame({"pair_id": ids, "label": labels, "score": scores})
-    metrics = compute_metrics(frames["test"], frames["val"], resamples, seed)
-    manifest = load_manifest(shard_dir)
-    metrics.update(split_mode=manifest["split"]["mode"], leak_prone=manifest["split"]["leak_prone"],
-                   data_widths=manifest["widths"])  # fmt: skip
+    metrics = {**compute_metrics(frames["test"], frames["val"], resamples, seed), **data_fields(shard_dir)}
     write_predictions(frames["test"], predictions_path)
     atomic_write_text(Path(metrics_path), json.dumps(metrics, indent=2))
     return metrics
+
+
+def data_fields(shard_dir) -> dict:
+    """What metrics.json says about the data: split mode, whether it is leak-prone, window widths."""
+    manifest = load_manifest(shard_dir)
+    return {"split_mode": manifest["split"]["mode"], "leak_prone": manifest["split"]["leak_prone"],
+            "data_widths": manifest["widths"]}  # fmt: skip
 
 
 def write_predictions(frame: pd.DataFrame, path) -> None:
