@@ -168,7 +168,7 @@ def plot_comparison(summary_tsv: str | Path, out_png: str | Path) -> None:
             ax.invert_yaxis()
             ax.set(xlabel=f"test {metric.upper()} (95% bootstrap interval)", title=f"{cell}: {metric.upper()}")
             ax.grid(alpha=0.3, axis="x")
-            ax.legend(fontsize=7, loc="lower left")
+            ax.legend(fontsize=7, loc="best")
     fig.suptitle("Transformers (blue) against baselines (grey), held-out test pairs")
     fig.tight_layout()
     save_figure(fig, out_png)
@@ -182,10 +182,12 @@ def plot_transfer(table_tsv: str | Path, model: str, out_png: str | Path) -> Non
     fig, axes = plt.subplots(1, 2, figsize=(2 * size + 1.5, size))
     for ax, metric in zip(axes, ("auroc", "auprc")):
         matrix = table.pivot(index="train_cell", columns="test_cell", values=metric).loc[cells, cells]
-        image = ax.imshow(matrix.to_numpy(), cmap="viridis", vmin=0.5 if metric == "auroc" else 0, vmax=1)
+        # AUROC on a diverging scale centred on chance, so worse-than-chance transfer shows too.
+        cmap, dark = ("coolwarm", lambda v: abs(v - 0.5) > 0.35) if metric == "auroc" else ("viridis", lambda v: v < 0.5)
+        image = ax.imshow(matrix.to_numpy(), cmap=cmap, vmin=0, vmax=1)
         for (i, j), value in np.ndenumerate(matrix.to_numpy()):
-            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=9,
-                    color="white" if value < (0.75 if metric == "auroc" else 0.5) else "black")  # fmt: skip
+            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=10,
+                    color="white" if dark(value) else "black")  # fmt: skip
         ax.set_xticks(range(len(cells)), cells, rotation=45, ha="right")
         ax.set_yticks(range(len(cells)), cells)
         ax.set(xlabel="tested on (test split)", ylabel="trained on", title=f"{model}: {metric.upper()}")
