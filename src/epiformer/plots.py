@@ -51,16 +51,20 @@ def plot_roc_pr(cell_line: str, predictions: dict[str, str | Path], out_png: str
         precision, recall, _ = precision_recall_curve(labels, scores)
         style = line_style(model)
         roc_ax.plot(fpr, tpr, style, label=f"{model} (AUROC {roc_auc_score(labels, scores):.3f})")
-        pr_ax.plot(recall, precision, style, label=f"{model} (AUPRC {average_precision_score(labels, scores):.3f})")
+        # Steps, as average precision integrates them; tied scores (a constant baseline) then
+        # read as a flat line at the prevalence instead of a misleading diagonal.
+        pr_ax.plot(recall, precision, style, drawstyle="steps-post",
+                   label=f"{model} (AUPRC {average_precision_score(labels, scores):.3f})")  # fmt: skip
         prevalence = labels.mean()
     roc_ax.plot([0, 1], [0, 1], color="grey", linestyle=":", label="chance")
     if prevalence is not None:
         pr_ax.axhline(prevalence, color="grey", linestyle=":", label=f"prevalence {prevalence:.2f}")
     roc_ax.set(xlabel="False positive rate", ylabel="True positive rate", title=f"{cell_line}: ROC, test ({split_caption(split_mode)})")
     pr_ax.set(xlabel="Recall", ylabel="Precision", ylim=(0, 1.02),
-               title=f"{cell_line}: precision-recall, test ({split_caption(split_mode)})")  # fmt: skip
+               title=f"{cell_line}: PR, test ({split_caption(split_mode)})")  # fmt: skip
+    roc_ax.legend(loc="lower right", fontsize=8)
+    pr_ax.legend(loc="lower center", ncol=2, fontsize=7)  # below the prevalence line, where curves rarely go
     for ax in (roc_ax, pr_ax):
-        ax.legend(loc="lower right" if ax is roc_ax else "upper right", fontsize=8)
         ax.grid(alpha=0.3)
     fig.tight_layout()
     save_figure(fig, out_png)
