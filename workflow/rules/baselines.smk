@@ -7,9 +7,14 @@ rule baseline:
         metrics="results/{cell}/{baseline}/metrics.json",
     log:
         "logs/{cell}/{baseline}/baseline.log",
+    benchmark:
+        "benchmarks/out/{cell}/{baseline}/baseline.tsv"
     conda:
         "../../envs/evaluate.yaml"
     threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=60,
     params:
         kmer_size=config["baselines"]["kmer_size"],
         pseudo_pairs=config["baselines"]["pseudo_pairs"],

@@ -11,6 +11,9 @@ rule bench:
     conda:
         "../../envs/train.yaml"
     threads: 1
+    resources:
+        mem_mb=8000,
+        runtime=60,
     params:
         lengths=config["benchmark"]["lengths"],
         softmax_max_tokens=config["benchmark"]["softmax_max_tokens"],

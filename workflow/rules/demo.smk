@@ -9,6 +9,10 @@ rule demo_data:
         "logs/demo/demo_data.log",
     conda:
         "../../envs/genome.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=15,
     params:
         spec=config.get("demo", {}),
         generator=demo_generator_checksum(),

@@ -14,6 +14,9 @@ rule encode:
     conda:
         "../../envs/encode.yaml"
     threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=60,
     params:
         flank=config["augment"]["max_shift"],
         shard_size=config["encode"]["shard_size"],

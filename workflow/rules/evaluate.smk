@@ -8,8 +8,14 @@ rule evaluate:
         metrics="results/{cell}/{model}/metrics.json",
     log:
         "logs/{cell}/{model}/evaluate.log",
+    benchmark:
+        "benchmarks/out/{cell}/{model}/evaluate.tsv"
     conda:
         "../../envs/train.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=60,
     params:
         bootstrap=config["evaluate"]["bootstrap"],
         seed=config["evaluate"]["seed"],

@@ -17,6 +17,10 @@ rule plot_roc_pr:
         "logs/{cell}/plot_roc_pr.log",
     conda:
         "../../envs/evaluate.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
     params:
         models=EVALUATED,
     script:
@@ -39,6 +43,10 @@ rule plot_calibration:
         "logs/{cell}/plot_calibration.log",
     conda:
         "../../envs/evaluate.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
     params:
         models=EVALUATED,
     script:
@@ -61,6 +69,10 @@ rule plot_training:
         "logs/{cell}/{model}/plot_training.log",
     conda:
         "../../envs/evaluate.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
     script:
         "../../scripts/plot_training.py"
 
@@ -80,6 +92,10 @@ rule plot_transfer:
         "logs/transfer/plot_{model}.log",
     conda:
         "../../envs/evaluate.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
     script:
         "../../scripts/plot_transfer.py"
 
@@ -99,6 +115,10 @@ rule plot_comparison:
         "logs/plot_comparison.log",
     conda:
         "../../envs/evaluate.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
     script:
         "../../scripts/plot_comparison.py"
 
@@ -118,6 +138,10 @@ rule plot_scaling_reference:
         "logs/plot_scaling_reference.log",
     conda:
         "../../envs/evaluate.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
     script:
         "../../scripts/plot_scaling.py"
 
@@ -135,6 +159,10 @@ rule summary:
         "logs/summary.log",
     conda:
         "../../envs/evaluate.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
     params:
         results=[
             {

@@ -12,8 +12,14 @@ rule transfer:
         ),
     log:
         "logs/transfer/{model}.log",
+    benchmark:
+        "benchmarks/out/transfer/{model}.tsv"
     conda:
         "../../envs/train.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=60,
     params:
         cells=CELL_LINES,
     script:

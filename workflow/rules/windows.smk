@@ -9,6 +9,10 @@ rule index_genome:
         fasta="|".join(re.escape(path) for path in config["genomes"].values()),
     conda:
         "../../envs/genome.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
     script:
         "../../scripts/index_genome.py"
 
@@ -29,8 +33,14 @@ rule windows:
         report="results/{cell}/windows_report.json",
     log:
         "logs/{cell}/windows.log",
+    benchmark:
+        "benchmarks/out/{cell}/windows.tsv"
     conda:
         "../../envs/genome.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=60,
     params:
         windows=config["windows"],
         split=config["split"],
