@@ -2,7 +2,9 @@
 
 1. the attention tests on CUDA (float32 and bf16 against the naive references);
 2. the scaling table on CUDA (time and peak memory, linear vs softmax);
-3. demo training on CUDA (bf16 autocast) from already-encoded shard folders, with test AUROC
+3. training throughput of the default configuration (3 kb + 2 kb windows, ModelConfig
+   defaults, batch 64) on CUDA under bf16 autocast, eager and compiled: tokens/s;
+4. demo training on CUDA (bf16 autocast) from already-encoded shard folders, with test AUROC
    and tokens/s per model.
 Usage (shards made here by `make demo`, copied beside the checkout):
     PYTHONPATH=src python3 benchmarks/gpu_check.py --shards results/demo_a/shards results/demo_b/shards --out OUT
@@ -28,6 +30,40 @@ from epiformer.train import TrainConfig, load_trained_model, predict_split, trai
 DEMO_MODEL = dict(d_model=64, n_layers=2, n_heads=4, d_ff=128, patch_size=4, kernel_size=12, dropout=0.0)
 
 
+def default_config_throughput(compiled: bool, steps: int = 20, device: str = "cuda") -> float:
+    """Tokens/s of optimiser steps of the default model on 3 kb + 2 kb one-hot batches of 64, bf16 autocast."""
+    from epiformer.model import EPITransformer
+    from epiformer.train import mixed_precision
+
+    device = torch.device(device)
+    synchronize = torch.cuda.synchronize if device.type == "cuda" else lambda: None
+    config = ModelConfig(attention="linear", dropout=0.0)
+    model = EPITransformer(config).to(device)
+    step_model = torch.compile(model) if compiled else model
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    inputs = [torch.nn.functional.one_hot(torch.randint(0, 4, (64, width), device=device), 4).float()
+              for width in (3000, 2000)]  # fmt: skip
+    labels = (torch.rand(64, device=device) < 0.25).float()
+
+    def step() -> None:
+        with mixed_precision(device):
+            logits = step_model(*inputs)
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(logits.float(), labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+    for _ in range(3):
+        step()
+    synchronize()
+    started = time.perf_counter()
+    for _ in range(steps):
+        step()
+    synchronize()
+    tokens = 64 * sum(-(-width // config.patch_size) for width in (3000, 2000))
+    return tokens * steps / (time.perf_counter() - started)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--shards", nargs="*", default=[])
@@ -42,7 +78,9 @@ def main() -> None:
     table = scaling_table([1000, 5000, 20_000, 100_000], 100_000, 100_000, device="cuda")
     table.to_csv(out / "scaling_cuda.tsv", sep="\t", index=False)
     print("\n".join(summarise(table)), flush=True)
-    results = {}
+    results = {"default_config_tokens_per_s": {mode: default_config_throughput(mode == "compiled")
+                                               for mode in ("eager", "compiled")}}  # fmt: skip
+    print(results, flush=True)
     for shard_dir in args.shards:
         for attention in ("linear", "softmax"):
             started = time.time()
