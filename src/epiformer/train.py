@@ -306,7 +306,7 @@ def _train_epoch(run: _Run, train_data, epoch: int, partial: dict | None, stop: 
     for index, batch in enumerate(progress(loader, len(batches) - start, description), start=start):
         losses.append(_step(run, batch))
         minutes = (time.monotonic() - last_saved) / 60
-        signum, due = _agree(stop.signal, 0 < config.checkpoint_minutes <= minutes, run.world)
+        signum, due = _agree(stop.signal, 0 < config.checkpoint_minutes <= minutes, run.world, run.device)
         if (due or signum) and index + 1 < len(batches):
             save({"epoch": epoch, "batches_done": index + 1, "losses": [float(v) for v in losses],
                   "rng": _gather(torch.get_rng_state(), run.world)})  # fmt: skip
@@ -335,11 +335,11 @@ def _step(run: _Run, batch: dict) -> torch.Tensor:
     return loss.detach()
 
 
-def _agree(signum: int, due: bool, world: int) -> tuple[int, bool]:
+def _agree(signum: int, due: bool, world: int, device: torch.device) -> tuple[int, bool]:
     """All processes must checkpoint and stop at the same step, or the others wait forever."""
     if world == 1:
         return signum, due
-    flags = torch.tensor([signum, int(due)])
+    flags = torch.tensor([signum, int(due)], device=device)  # NCCL reduces only GPU tensors
     torch.distributed.all_reduce(flags, op=torch.distributed.ReduceOp.MAX)
     return int(flags[0]), bool(flags[1])
 
