@@ -294,13 +294,17 @@ def test_tiny_workflow_runs_through_the_slurm_profile(slurm_cluster, tmp_path):
     assert planned["windows"] == (1, "4000M", minutes_as_slurm_time(60))  # its rule's own threads and resources
 
 
-def test_profile_asks_one_gpu_for_each_training_job_and_none_elsewhere(tmp_path):
+@pytest.mark.parametrize("device, devices, expected", [("auto", 1, "1"), ("cuda", 2, "2"), ("cpu", 1, None)])
+def test_profile_asks_a_gpu_per_training_process_and_none_elsewhere(tmp_path, device, devices, expected):
     """The GPU request the SLURM run above turns off, seen in a dry run through the unchanged profile."""
-    prepare_work_folder(tmp_path, tiny_config())
+    config = tiny_config()
+    config["train"].update(device=device, devices=devices, batch_size=16)
+    prepare_work_folder(tmp_path, config)
     command = [sys.executable, "-m", "snakemake", "--profile", str(PROFILE), "--dry-run", "results/summary.tsv"]
     run = subprocess.run(command, check=False, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-5000:]
     blocks = re.findall(r"^rule (\w+):\n((?:    .*\n)+)", run.stdout + run.stderr, re.MULTILINE)
     gpus = {rule: re.search(r"\bgpu=(\d+)", block) for rule, block in blocks}
-    assert gpus["train"] and gpus["train"].group(1) == "1"
-    assert not any(match for rule, match in gpus.items() if rule != "train")
+    train = gpus["train"].group(1) if gpus["train"] else None
+    assert train == expected or (expected is None and train == "0")
+    assert not any(match and match.group(1) != "0" for rule, match in gpus.items() if rule != "train")

@@ -11,13 +11,13 @@ rule train:
         "benchmarks/out/{cell}/{model}/train.tsv"
     conda:
         "../../envs/train.yaml"
-    # One set of threads per data-parallel process; GPUs are requested only for device: cuda
-    # (with auto, a profile decides, e.g. profiles/slurm sets gpu for this rule).
+    # One set of threads per data-parallel process, and one GPU each unless device is cpu
+    # (a cluster without GPUs: set train.device: cpu).
     threads: config["train"]["threads"] * config["train"]["devices"]
     resources:
         mem_mb=config["train"]["mem_mb"] * config["train"]["devices"],
         runtime=config["train"]["runtime"],
-        gpu=config["train"]["devices"] if config["train"]["device"] == "cuda" else 0,
+        gpu=config["train"]["devices"] if config["train"]["device"] != "cpu" else 0,
     params:
         model=lambda wildcards: config["models"][wildcards.model],
         train=config["train"],
