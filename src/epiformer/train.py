@@ -311,7 +311,7 @@ def _train_epoch(run: _Run, train_data, epoch: int, partial: dict | None, stop: 
             save({"epoch": epoch, "batches_done": index + 1, "losses": [float(v) for v in losses],
                   "rng": _gather(torch.get_rng_state(), run.world)})  # fmt: skip
             last_saved = time.monotonic()
-        if signum:
+        if signum and index + 1 < len(batches):  # at an epoch's last batch, finish the epoch and its checkpoint first
             if run.rank == 0:
                 log.warning("Stopped by signal %d at epoch %d, batch %d of %d; checkpoint in %s; run again to "
                             "resume.", signum, epoch, index + 1, len(batches), run.checkpoint_dir)  # fmt: skip
