@@ -17,13 +17,12 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from sklearn.metrics import average_precision_score, precision_recall_curve, roc_auc_score, roc_curve  # noqa: E402
 
+from epiformer.baselines import BASELINES  # noqa: E402
 from epiformer.fileio import atomic_write  # noqa: E402
-
-BASELINE_NAMES = {"distance", "kmer", "propensity"}
 
 
 def line_style(name: str) -> str:
-    return "--" if name in BASELINE_NAMES else "-"
+    return "--" if name in BASELINES else "-"
 
 
 def save_figure(fig, out_png: str | Path) -> None:
@@ -157,7 +156,7 @@ def plot_comparison(summary_tsv: str | Path, out_png: str | Path) -> None:
         part = table[table["cell_line"] == cell].reset_index(drop=True)
         for ax, metric in zip(row, ("auroc", "auprc")):
             for y, entry in part.iterrows():
-                colour = "tab:grey" if entry["model"] in BASELINE_NAMES else "tab:blue"
+                colour = "tab:grey" if entry["kind"] == "baseline" else "tab:blue"
                 ax.errorbar(entry[metric], y, xerr=[[entry[metric] - entry[f"{metric}_lo"]],
                             [entry[f"{metric}_hi"] - entry[metric]]], fmt="o", color=colour, capsize=3)  # fmt: skip
             if metric == "auroc":
