@@ -12,6 +12,7 @@ configfile: "config/config.yaml"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/demo.smk"
+include: "workflow/rules/real_data.smk"
 include: "workflow/rules/windows.smk"
 include: "workflow/rules/encode.smk"
 include: "workflow/rules/train.smk"

@@ -9,7 +9,9 @@ yields W bases.
 The FASTA index (`.fai`, made once by `index_fasta`, the workflow's `index_genome` rule)
 gives each sequence's byte offset and line layout, so a plain FASTA is read through a
 memory map: random access to any window, memory bounded by the OS page cache, no
-chromosome held in RAM. bgzip-compressed FASTA goes through pyfaidx instead.
+chromosome held in RAM. A bgzip-compressed (BGZF) FASTA is read through htslib (pysam),
+which needs the `.gzi` block index beside the `.fai`; `index_fasta` writes both. Plain
+gzip cannot be read at random positions and is refused with how to recompress it.
 
 Handles are not shared across processes: each process (or DataLoader worker) opens its own
 `Genome`.
@@ -18,12 +20,16 @@ Handles are not shared across processes: each process (or DataLoader worker) ope
 from __future__ import annotations
 
 import mmap
+import os
+import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from epiformer.fileio import sha256_file
+from epiformer.bgzf import gzip_kind
+from epiformer.fileio import sha256_file, temporary_path
 
 N = ord("N")
 CLEAN_TABLE = np.full(256, N, dtype=np.uint8)
@@ -49,13 +55,39 @@ def fai_path(fasta: str | Path) -> Path:
     return Path(f"{fasta}.fai")
 
 
-def index_fasta(fasta: str | Path) -> Path:
-    """Write `{fasta}.fai` (samtools-compatible) with pyfaidx; returns its path."""
-    from pyfaidx import Faidx
+def gzi_path(fasta: str | Path) -> Path:
+    """The BGZF block index htslib reads beside a bgzip-compressed FASTA."""
+    return Path(f"{fasta}.gzi")
 
+
+def fasta_format(fasta: str | Path) -> str:
+    """`plain` or `bgzf`; a gzip file that is not BGZF raises GenomeError saying how to fix it."""
+    kind = gzip_kind(fasta)
+    if kind == "gzip":
+        raise GenomeError(
+            f"Genome FASTA {fasta} is compressed with plain gzip, which cannot be read at random positions. "
+            f"Recompress it with bgzip (Debian/Ubuntu package tabix: `sudo apt-get install -y tabix`): "
+            f"`zcat {fasta} | bgzip -c > {fasta}.bgz && mv {fasta}.bgz {fasta}`, or decompress it "
+            f"(`gunzip -c {fasta} > genome.fa`) and point `genomes:` in config/config.yaml at the plain file."
+        )
+    return kind
+
+
+def index_fasta(fasta: str | Path) -> Path:
+    """Write `{fasta}.fai` (samtools-compatible), and `{fasta}.gzi` for bgzip; returns the `.fai` path.
+
+    Plain FASTA is indexed with pyfaidx; bgzip FASTA with htslib (pysam), whose two index
+    files are written under temporary names and renamed into place, so an interrupted or
+    failed run leaves neither. Plain gzip raises GenomeError (see `fasta_format`).
+    """
     fasta = Path(fasta)
     if not fasta.exists():
         raise FileNotFoundError(f"Genome FASTA not found: {fasta}. Check `genomes:` in config/config.yaml.")
+    if fasta_format(fasta) == "bgzf":
+        _index_bgzf(fasta)
+        return fai_path(fasta)
+    from pyfaidx import Faidx
+
     try:
         Faidx(str(fasta), rebuild=True).close()
     except Exception as error:  # pyfaidx raises several types for malformed FASTA
@@ -64,6 +96,50 @@ def index_fasta(fasta: str | Path) -> Path:
             "with lines of equal length within each sequence (`samtools faidx` has the same rule)."
         ) from error
     return fai_path(fasta)
+
+
+def _index_bgzf(fasta: Path) -> None:
+    import pysam
+
+    fai, gzi = temporary_path(fai_path(fasta)), temporary_path(gzi_path(fasta))
+    try:
+        failure, detail = _with_fd2_captured(
+            lambda: pysam.faidx(str(fasta), "--fai-idx", str(fai), "--gzi-idx", str(gzi)), pysam.utils.SamtoolsError
+        )
+        if failure is not None:
+            raise GenomeError(
+                f"Cannot index bgzip genome FASTA {fasta}: {detail or failure}. It must be FASTA with lines "
+                "of equal length within each sequence (`samtools faidx` has the same rule)."
+            ) from failure
+        if detail:
+            sys.stderr.write(detail + "\n")
+        os.replace(gzi, gzi_path(fasta))
+        os.replace(fai, fai_path(fasta))
+    finally:
+        fai.unlink(missing_ok=True)
+        gzi.unlink(missing_ok=True)
+
+
+def _with_fd2_captured(call, expected: type[Exception]) -> tuple[Exception | None, str]:
+    """Run `call()`; return (the `expected` exception it raised or None, what it wrote to fd 2).
+
+    htslib reports why indexing failed, with the line number, on file descriptor 2 rather
+    than in the exception pysam raises, so the message is captured to put in ours.
+    """
+    with tempfile.TemporaryFile() as captured:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(captured.fileno(), 2)
+        try:
+            call()
+            failure = None
+        except expected as error:
+            failure = error
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        captured.seek(0)
+        return failure, captured.read().decode(errors="replace").strip()
 
 
 def read_index(fai: str | Path) -> dict[str, IndexEntry]:
@@ -81,27 +157,30 @@ def chromosome_sizes(fai: str | Path) -> dict[str, int]:
 
 
 class Genome:
+    """Random access to a plain or bgzip-compressed FASTA (see the module docstring)."""
+
     def __init__(self, path: str | Path):
         self.path = Path(path)
         if not self.path.exists():
             raise FileNotFoundError(f"Genome FASTA not found: {self.path}. Check `genomes:` in config/config.yaml.")
-        if not fai_path(self.path).exists():
+        self._compressed = fasta_format(self.path) == "bgzf"
+        if not fai_path(self.path).exists() or (self._compressed and not gzi_path(self.path).exists()):
             index_fasta(self.path)
         self.index = read_index(fai_path(self.path))
         self.sizes = {name: entry.length for name, entry in self.index.items()}
-        self._handle = open(self.path, "rb")
-        self._compressed = self._handle.read(2) == b"\x1f\x8b"
         if self._compressed:
-            from pyfaidx import Fasta
+            import pysam
 
-            self._fasta = Fasta(str(self.path), as_raw=True, rebuild=False)
+            self._fasta = pysam.FastaFile(str(self.path), filepath_index=str(fai_path(self.path)),
+                                          filepath_index_compressed=str(gzi_path(self.path)))  # fmt: skip
         else:
+            self._handle = open(self.path, "rb")
             self._map = mmap.mmap(self._handle.fileno(), 0, access=mmap.ACCESS_READ)
 
     def _cleaned(self, chrom: str, start: int, end: int) -> bytes:
         """Bases [start, end) within the chromosome, cleaned to A/C/G/T/N."""
         if self._compressed:
-            return self._fasta[chrom][start:end].encode("ascii").translate(CLEAN_BYTES)
+            return self._fasta.fetch(chrom, start, end).encode("ascii").translate(CLEAN_BYTES)
         entry = self.index[chrom]
         first = entry.offset + (start // entry.line_bases) * entry.line_bytes + start % entry.line_bases
         last = entry.offset + ((end - 1) // entry.line_bases) * entry.line_bytes + (end - 1) % entry.line_bases
@@ -135,7 +214,7 @@ class Genome:
             self._fasta.close()
         else:
             self._map.close()
-        self._handle.close()
+            self._handle.close()
 
     def __enter__(self) -> Genome:
         return self
