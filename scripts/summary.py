@@ -15,5 +15,12 @@ results = [
     )
     for entry, metrics, predictions in zip(snakemake.params.results, snakemake.input.metrics, snakemake.input.predictions)
 ]
-table = write_summary(results, snakemake.output.tsv, snakemake.output.markdown)
+table = write_summary(
+    results,
+    snakemake.output.tsv,
+    snakemake.output.markdown,
+    paired_path=snakemake.output.paired,
+    resamples=snakemake.params.bootstrap,
+    seed=snakemake.params.seed,
+)
 log.info("Summary:\n%s", table.to_string(index=False))

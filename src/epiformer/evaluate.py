@@ -45,6 +45,28 @@ def bootstrap_interval(labels, scores, metric, resamples: int, seed: int) -> lis
     return [float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))] if values else [np.nan, np.nan]
 
 
+def paired_bootstrap_difference(labels, scores_a, scores_b, metric, resamples: int, seed: int) -> dict:
+    """`metric(a) - metric(b)` on the same pairs, with a paired percentile 95% bootstrap interval.
+
+    `labels`, `scores_a` and `scores_b` are [N] arrays over the same pairs in the same order.
+    Each resample draws N rows with replacement (the same draws `bootstrap_interval` makes with
+    this seed) and scores a and b on those same rows, so what the two share (pairs that are easy
+    or hard for both) cancels in the difference; resamples that lack a class are skipped.
+    Returns `difference` (on all N rows), `lo`, `hi` (nan when no resample held both classes)
+    and `resamples_used`.
+    """
+    labels, scores_a, scores_b = np.asarray(labels), np.asarray(scores_a), np.asarray(scores_b)
+    rng = np.random.default_rng(seed)
+    values = []
+    for _ in range(resamples):
+        rows = rng.integers(0, len(labels), len(labels))
+        if 0 < labels[rows].sum() < len(rows):
+            values.append(metric(labels[rows], scores_a[rows]) - metric(labels[rows], scores_b[rows]))
+    low, high = (np.percentile(values, 2.5), np.percentile(values, 97.5)) if values else (np.nan, np.nan)
+    return {"difference": float(metric(labels, scores_a) - metric(labels, scores_b)), "lo": float(low),
+            "hi": float(high), "resamples_used": len(values)}  # fmt: skip
+
+
 def compute_metrics(test: pd.DataFrame, val: pd.DataFrame | None, resamples: int = 1000, seed: int = 0) -> dict:
     """Metrics of test predictions (columns label, score); the threshold comes from `val`."""
     labels, scores = test["label"].to_numpy(int), test["score"].to_numpy(float)

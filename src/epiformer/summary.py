@@ -5,7 +5,20 @@ softmax; empty for baselines), auroc, auroc_lo, auroc_hi, auprc, auprc_lo, auprc
 mcc, balanced_accuracy, n_test, positives, split_mode, parameters (fitted coefficients for
 a baseline), train_seconds, tokens_per_s, device (empty for baselines), oracle_auroc
 (empty unless the sample sheet names a truth table, as the demo does: the AUROC of the true
-interaction probabilities on the same test pairs).
+interaction probabilities on the same test pairs). Then, for each baseline b (in the order of
+the results), the paired comparison of a Transformer with b on the same cell line's test
+pairs: auroc_diff_b, auroc_diff_b_lo, auroc_diff_b_hi, auprc_diff_b, auprc_diff_b_lo,
+auprc_diff_b_hi (model minus baseline and its paired bootstrap 95% interval; empty on
+baseline rows).
+
+`paired_comparison.tsv` holds the same comparisons in long form, one row per (cell line,
+model, baseline, metric): cell_line, model, baseline, metric (auroc, auprc), model_value,
+baseline_value, difference (model_value - baseline_value), lo, hi, excludes_zero (the
+interval lies wholly above or below 0), n_test, positives, resamples (drawn),
+resamples_used (those holding both classes), seed. Each resample draws the test pairs once
+and scores both the model and the baseline on them (`evaluate.paired_bootstrap_difference`),
+so the interval is that of the difference itself; two unpaired intervals that overlap say
+little about it.
 """
 
 from __future__ import annotations
@@ -14,10 +27,14 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
-from sklearn.metrics import roc_auc_score
+from sklearn.metrics import average_precision_score, roc_auc_score
 
+from epiformer.evaluate import paired_bootstrap_difference
 from epiformer.fileio import atomic_write_text
+
+PAIRED_METRICS = {"auroc": roc_auc_score, "auprc": average_precision_score}
 
 
 @dataclass
@@ -72,14 +89,98 @@ def _baseline_cost(metrics: dict) -> dict:
             "device": None}  # fmt: skip
 
 
-def write_summary(results: list[ModelResult], tsv_path, markdown_path) -> pd.DataFrame:
-    table = pd.DataFrame([summary_row(r) for r in results])
-    atomic_write_text(Path(tsv_path), table.to_csv(sep="\t", index=False, float_format="%.4g"))
-    atomic_write_text(Path(markdown_path), to_markdown(table))
+PAIRED_COLUMNS = ["cell_line", "model", "baseline", "metric", "model_value", "baseline_value", "difference", "lo",
+                  "hi", "excludes_zero", "n_test", "positives", "resamples", "resamples_used", "seed"]  # fmt: skip
+
+
+def paired_predictions(model_predictions, baseline_predictions) -> pd.DataFrame:
+    """Two predictions.tsv files side by side: pair_id, label, score_model, score_baseline, by pair_id.
+
+    Raises ValueError naming both files unless they hold the same pair_ids, each once, with
+    the same labels: a paired comparison needs identical test pairs.
+    """
+    frames = [pd.read_csv(path, sep="\t") for path in (model_predictions, baseline_predictions)]
+    names = f"{model_predictions} and {baseline_predictions}"
+    fix = "evaluate both on the test split of the same results/{cell}/shards (re-run the older one with --forcerun)"
+    for path, frame in zip((model_predictions, baseline_predictions), frames):
+        if frame["pair_id"].duplicated().any():
+            raise ValueError(f"{path}: pair_id {frame['pair_id'][frame['pair_id'].duplicated()].iloc[0]} appears twice; "
+                             f"cannot pair it with the other file of {names}.")  # fmt: skip
+    only = [sorted(set(a["pair_id"]) - set(b["pair_id"])) for a, b in (frames, frames[::-1])]
+    if only[0] or only[1]:
+        raise ValueError(f"{names} do not hold the same test pairs: {len(only[0])} pair_id(s) only in the first "
+                         f"(e.g. {only[0][:3]}), {len(only[1])} only in the second (e.g. {only[1][:3]}); {fix}.")  # fmt: skip
+    both = frames[0].merge(frames[1], on="pair_id", suffixes=("_model", "_baseline")).sort_values("pair_id")
+    differ = both["label_model"] != both["label_baseline"]
+    if differ.any():
+        raise ValueError(f"{names} give different labels to {int(differ.sum())} test pair(s) "
+                         f"(e.g. pair_id {both['pair_id'][differ].iloc[0]}); {fix}.")  # fmt: skip
+    return both.rename(columns={"label_model": "label"}).drop(columns="label_baseline").reset_index(drop=True)
+
+
+def paired_comparison(results: list[ModelResult], resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """Every Transformer against every baseline of its cell line: the long table of `paired_comparison.tsv`.
+
+    One row per (cell line, model, baseline, metric) with the columns of PAIRED_COLUMNS (see
+    the module docstring); `resamples` and `seed` as `evaluate.bootstrap` and `evaluate.seed`.
+    """
+    rows = []
+    for cell in dict.fromkeys(result.cell_line for result in results):
+        here = [result for result in results if result.cell_line == cell]
+        for model in (result for result in here if result.description):
+            for baseline in (result for result in here if not result.description):
+                pairs = paired_predictions(model.predictions, baseline.predictions)
+                labels = pairs["label"].to_numpy(int)
+                model_scores = pairs["score_model"].to_numpy(float)
+                baseline_scores = pairs["score_baseline"].to_numpy(float)
+                for metric, score in PAIRED_METRICS.items():
+                    paired = paired_bootstrap_difference(labels, model_scores, baseline_scores, score, resamples, seed)
+                    rows.append({"cell_line": cell, "model": model.model, "baseline": baseline.model, "metric": metric,
+                                 "model_value": float(score(labels, model_scores)),
+                                 "baseline_value": float(score(labels, baseline_scores)),
+                                 "difference": paired["difference"], "lo": paired["lo"], "hi": paired["hi"],
+                                 "excludes_zero": bool(paired["lo"] > 0 or paired["hi"] < 0),
+                                 "n_test": len(labels), "positives": int(labels.sum()), "resamples": resamples,
+                                 "resamples_used": paired["resamples_used"], "seed": seed})  # fmt: skip
+    return pd.DataFrame(rows, columns=PAIRED_COLUMNS)
+
+
+def with_paired_columns(table: pd.DataFrame, paired: pd.DataFrame) -> pd.DataFrame:
+    """`table` (summary rows) with {metric}_diff_{baseline}[_lo, _hi] for each baseline row's model, from `paired`.
+
+    Values fill the rows of Transformer models; baseline rows, and comparisons `paired` lacks, stay NaN.
+    """
+    values = {}
+    for row in paired.itertuples():
+        for suffix, value in (("", row.difference), ("_lo", row.lo), ("_hi", row.hi)):
+            values[(row.cell_line, row.model, f"{row.metric}_diff_{row.baseline}{suffix}")] = value
+    table = table.copy()
+    for baseline in dict.fromkeys(table.loc[table["kind"] == "baseline", "model"]):
+        for metric in PAIRED_METRICS:
+            for suffix in ("", "_lo", "_hi"):
+                column = f"{metric}_diff_{baseline}{suffix}"
+                table[column] = [values.get((cell, model, column), np.nan)
+                                 for cell, model in zip(table["cell_line"], table["model"])]  # fmt: skip
     return table
 
 
-def to_markdown(table: pd.DataFrame) -> str:
+def write_summary(results: list[ModelResult], tsv_path, markdown_path, paired_path=None, resamples: int = 1000,
+                  seed: int = 0) -> pd.DataFrame:  # fmt: skip
+    """Write summary.tsv, summary.md and, given `paired_path`, paired_comparison.tsv; return the summary table.
+
+    `resamples` and `seed` drive the paired bootstrap (the workflow passes `evaluate.bootstrap`
+    and `evaluate.seed`, as for each model's own intervals).
+    """
+    paired = paired_comparison(results, resamples, seed)
+    table = with_paired_columns(pd.DataFrame([summary_row(r) for r in results]), paired)
+    atomic_write_text(Path(tsv_path), table.to_csv(sep="\t", index=False, float_format="%.4g"))
+    atomic_write_text(Path(markdown_path), to_markdown(table, paired))
+    if paired_path is not None:
+        atomic_write_text(Path(paired_path), paired.to_csv(sep="\t", index=False, float_format="%.4g"))
+    return table
+
+
+def to_markdown(table: pd.DataFrame, paired: pd.DataFrame | None = None) -> str:
     lines = ["| cell line | model | AUROC (95% CI) | AUPRC (95% CI) | F1 | MCC | oracle AUROC | parameters | train s |",
              "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for row in table.itertuples():
@@ -89,7 +190,36 @@ def to_markdown(table: pd.DataFrame) -> str:
             f"{row.auprc:.3f} ({row.auprc_lo:.3f}-{row.auprc_hi:.3f}) | {_number(row.f1)} | {_number(row.mcc)} | "
             f"{_number(row.oracle_auroc)} | {row.parameters} | {_number(row.train_seconds, '.0f')} |"
         )
+    if paired is not None and len(paired):
+        lines += ["", *paired_markdown(paired)]
     return "\n".join(lines) + "\n"
+
+
+def paired_markdown(paired: pd.DataFrame) -> list[str]:
+    """The summary.md section of `paired`: one line per (cell line, model, baseline), Δ = model − baseline."""
+    resamples, seed = paired["resamples"].iloc[0], paired["seed"].iloc[0]
+    lines = ["## Transformer minus baseline, on the same test pairs", "",
+             f"Δ = model − baseline; [95% interval] from {resamples} paired bootstrap resamples (seed {seed}) that "
+             "draw the test pairs once for both. An interval that excludes 0 shows a difference; "
+             "overlapping per-model intervals do not show its absence.", "",
+             "| cell line | model vs baseline | Δ AUROC [95% CI] | excludes 0 | Δ AUPRC [95% CI] | excludes 0 |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    by_metric = paired.set_index(["cell_line", "model", "baseline", "metric"])
+    for cell, model, baseline in dict.fromkeys(zip(paired["cell_line"], paired["model"], paired["baseline"])):
+        cells = []
+        for metric in PAIRED_METRICS:
+            row = by_metric.loc[(cell, model, baseline, metric)]
+            cells += [f"{row.difference:+.3f} [{row.lo:+.3f}, {row.hi:+.3f}]", _verdict(row.lo, row.hi)]
+        lines.append(f"| {cell} | {model} vs {baseline} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _verdict(low: float, high: float) -> str:
+    if low > 0:
+        return "yes: model better"
+    if high < 0:
+        return "yes: baseline better"
+    return "no"
 
 
 def _number(value, spec: str = ".3f") -> str:
