@@ -4,7 +4,9 @@ rule index_genome:
     output:
         fai="{fasta}.fai",
     log:
-        "logs/index_genome/{fasta}.log",
+        # Beside the index, not under logs/: the {fasta} wildcard is the whole FASTA path (maybe
+        # absolute), and Snakemake takes a log's path from the output's wildcards only.
+        "{fasta}.fai.log",
     wildcard_constraints:
         fasta="|".join(re.escape(path) for path in config["genomes"].values()),
     conda:
