@@ -1,4 +1,4 @@
-"""Training curves of one (cell line, model)."""
+"""Training curves of one (cell line or pooled, model)."""
 
 import json
 from pathlib import Path
@@ -8,5 +8,4 @@ from epiformer.runlog import setup_logging
 
 setup_logging(snakemake.log[0])
 split_mode = json.loads(Path(snakemake.input.description).read_text())["split"]["mode"]
-wildcards = snakemake.wildcards
-plot_training(wildcards.cell, wildcards.model, snakemake.input.log_table, snakemake.output.png, split_mode)
+plot_training(snakemake.params.trained_on, snakemake.wildcards.model, snakemake.input.log_table, snakemake.output.png, split_mode)

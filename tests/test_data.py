@@ -105,3 +105,27 @@ def test_a_corrupt_byte_names_the_shard(shards):
     shard.write_bytes(bytes(data))
     with pytest.raises(ShardError, match=r"shard-00002\.safetensors.*SHA-256"):
         load_split(shard_dir, "train")
+
+
+def test_shards_of_several_folders_read_as_one_set_with_their_source(shards, small_fasta, tmp_path):
+    path, windows, shard_dir = shards
+    other = windows.iloc[:9].copy()
+    encode_shards(other, path, tmp_path / "other", flank=2, shard_size=4)
+    pooled = load_split([shard_dir, tmp_path / "other"], "train")
+    alone = load_split(shard_dir, "train")
+    assert len(pooled) == len(windows) + 9
+    assert pooled.source.tolist() == [0] * len(windows) + [1] * 9
+    assert pooled.distance.tolist() == windows["distance"].tolist() + other["distance"].tolist()
+    rows = np.array([0, len(windows), len(windows) + 8])
+    np.testing.assert_array_equal(pooled.packed("enhancer", rows[:1]), alone.packed("enhancer", rows[:1]))
+    np.testing.assert_array_equal(pooled.packed("promoter", rows[1:]), alone.packed("promoter", np.array([0, 8])))
+    batch = next(iter(batch_loader(PairBatches(pooled, len(pooled)))))
+    assert batch["source"].tolist() == pooled.source.tolist()
+    assert batch["distance"].tolist() == pooled.distance.tolist()
+
+
+def test_folders_with_other_windows_cannot_be_pooled(shards, small_fasta, tmp_path):
+    path, windows, shard_dir = shards
+    encode_shards(windows, path, tmp_path / "wider", flank=5, shard_size=4)
+    with pytest.raises(ShardError, match="flank .* same windows"):
+        load_split([shard_dir, tmp_path / "wider"], "train")

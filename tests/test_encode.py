@@ -33,6 +33,8 @@ def windows_frame(rows, split="train"):
     frame.insert(0, "pair_id", range(len(frame)))
     frame.insert(1, "label", [i % 2 for i in range(len(frame))])
     frame.insert(2, "split", split)
+    centres = {e: (frame[f"{e}_start"] + frame[f"{e}_end"]) // 2 for e in ("enhancer", "promoter")}
+    frame.insert(3, "distance", (centres["enhancer"] - centres["promoter"]).abs())  # as windows.tsv has it
     return frame
 
 
@@ -59,6 +61,7 @@ def test_shards_hold_the_genome_with_flanks(shards):
             expected = one_hot([genome.fetch(window[f"{element}_chrom"], start, end)])[0]
             np.testing.assert_array_equal(unpack(data.packed(element, np.array([row])), length)[0], expected)
     assert data.label.tolist() == windows.loc[windows.split == "train", "label"].tolist()
+    assert data.distance.tolist() == windows.loc[windows.split == "train", "distance"].tolist()
 
 
 def test_encoding_is_deterministic_and_manifest_lists_inputs(shards, tmp_path):
@@ -132,7 +135,8 @@ def test_shards_cost_half_a_byte_per_base_plus_little(small_fasta, tmp_path):
     manifest = encode_shards(windows, path, tmp_path / "big", flank=10, shard_size=1000)
     bases = len(windows) * sum(manifest["lengths"].values())
     size = sum((tmp_path / "big" / s["path"]).stat().st_size for s in manifest["shards"])
-    assert size / bases < 0.51  # 0.5 for the packed one-hot, the rest labels, ids and header
+    per_pair = 1 + 8 + 8  # label uint8, pair_id and distance int64
+    assert size <= bases / 2 + per_pair * len(windows) + 1024  # half a byte a base, a header of under 1 kB a shard
 
 
 def test_fast_packing_equals_the_defined_layout():

@@ -21,6 +21,7 @@ lacks from that virtualenv, and only fails on a machine that does not have it.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib.metadata
 import re
 import shutil
@@ -80,6 +81,7 @@ class Rule:
 # -- rules -------------------------------------------------------------------------------------
 
 RULE_HEADER = re.compile(r"^(?:rule|checkpoint)\s+(\w+)\s*:")
+USE_RULE = re.compile(r"^use\s+rule\s+(\w+)\s+as\s+(\w+)")  # `use rule a as b with:` inherits a's directives
 DIRECTIVE = re.compile(r"^(\s+)(\w+)\s*:(.*)$")
 
 
@@ -99,11 +101,15 @@ def parse_rules(path: Path) -> list[Rule]:
     lines = path.read_text().splitlines()
     rules, i = [], 0
     while i < len(lines):
-        header = RULE_HEADER.match(lines[i])
-        if not header:
+        header, derived = RULE_HEADER.match(lines[i]), USE_RULE.match(lines[i])
+        if not header and not derived:
             i += 1
             continue
-        rule = Rule(header.group(1), f"{shown(path)}:{i + 1}")
+        if derived:
+            parent = next(r for r in rules if r.name == derived.group(1))
+            rule = dataclasses.replace(parent, name=derived.group(2), where=f"{shown(path)}:{i + 1}")
+        else:
+            rule = Rule(header.group(1), f"{shown(path)}:{i + 1}")
         i += 1
         block_indent = None
         while i < len(lines) and (not lines[i].strip() or lines[i][0].isspace() or lines[i].lstrip().startswith("#")):

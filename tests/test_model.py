@@ -1,7 +1,8 @@
+import numpy as np
 import pytest
 import torch
 
-from epiformer.model import EPITransformer, ModelConfig, count_parameters
+from epiformer.model import EPITransformer, ModelConfig, count_parameters, distance_features
 
 
 def one_hot(batch, length, seed):
@@ -51,3 +52,24 @@ def test_config_rejects_impossible_shapes():
         ModelConfig(patch_size=4, kernel_size=2)
     with pytest.raises(ValueError, match="attention"):
         ModelConfig(attention="performer")
+
+
+def test_distance_features_are_centred_log_distance_and_an_across_chromosome_flag():
+    features = distance_features(torch.tensor([0, 99_999, 9, -1]))
+    np.testing.assert_allclose(features[:, 0].numpy(), [-5.0, 0.0, -4.0, 0.0], atol=1e-6)
+    assert features[:, 1].tolist() == [0.0, 0.0, 0.0, 1.0]
+
+
+def test_a_distance_aware_model_reads_the_distance_and_a_sequence_only_model_ignores_it():
+    torch.manual_seed(0)
+    enhancer, promoter = one_hot(3, 40, 1), one_hot(3, 32, 2)
+    near, far = torch.full((3,), 2_000.0), torch.full((3,), 900_000.0)
+    aware = EPITransformer(ModelConfig(d_model=16, n_heads=2, n_layers=1, patch_size=4, kernel_size=8,
+                                       distance=True)).eval()  # fmt: skip
+    assert not torch.allclose(aware(enhancer, promoter, distance=near), aware(enhancer, promoter, distance=far))
+    with pytest.raises(ValueError, match="distance"):
+        aware(enhancer, promoter)
+    blind = EPITransformer(ModelConfig(d_model=16, n_heads=2, n_layers=1, patch_size=4, kernel_size=8)).eval()
+    torch.testing.assert_close(blind(enhancer, promoter, distance=near), blind(enhancer, promoter, distance=far))
+    # The distance enters only the head: two more inputs to its first layer, and a linear term.
+    assert count_parameters(aware) - count_parameters(blind) == 2 * 16 + 2 + 1

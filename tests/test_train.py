@@ -1,14 +1,17 @@
+import dataclasses
 import json
 import signal
 import subprocess
 import sys
 import time
+import types
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 from safetensors.torch import load_file
+from sklearn.metrics import average_precision_score, roc_auc_score
 
 from epiformer.data import load_split
 from epiformer.encode import encode_shards
@@ -16,7 +19,14 @@ from epiformer.genome import Genome
 from epiformer.model import ModelConfig
 from epiformer.pairs import read_pairs
 from epiformer.splits import SplitSpec, assign_splits
-from epiformer.train import TrainConfig, load_trained_model, select_device, train_model
+from epiformer.train import (
+    TrainConfig,
+    load_trained_model,
+    positive_weights,
+    select_device,
+    train_model,
+    validation_metrics,
+)
 from epiformer.windows import WindowSpec, make_windows
 
 TINY_MODEL = ModelConfig(d_model=16, n_layers=1, n_heads=2, d_ff=32, patch_size=4, kernel_size=8, dropout=0.1)
@@ -244,3 +254,37 @@ def test_two_process_gloo_training_matches_one_process(shards_of_whole_train_bat
     # Equal up to the order of float additions in the gradient average: stated tolerance 1e-4 relative.
     np.testing.assert_allclose(two["train_loss"], one["train_loss"], rtol=1e-4)
     np.testing.assert_allclose(two["val_loss"], one["val_loss"], rtol=1e-4)
+
+
+def test_positive_weights_balance_each_source_on_its_own():
+    data = types.SimpleNamespace(label=np.array([1, 0, 0, 0, 1, 1, 1, 0]), source=np.array([0, 0, 0, 0, 1, 1, 1, 1]))
+    np.testing.assert_allclose(positive_weights(data).numpy(), [3.0, 1 / 3])  # negatives / positives per source
+
+
+def test_validation_of_pooled_cell_lines_averages_each_cell_lines_own_metrics():
+    rng = np.random.default_rng(0)
+    labels, source = rng.integers(0, 2, 200), np.repeat([0, 1], 100)
+    scores = rng.random(200) + 0.5 * labels * (source == 0) + 0.4 * source  # source 1: high scores, no signal
+    metrics = validation_metrics(scores, labels, source)
+    each = [roc_auc_score(labels[source == s], scores[source == s]) for s in (0, 1)]
+    assert metrics["val_auroc"] == pytest.approx(np.mean(each))
+    assert metrics["val_auprc"] == pytest.approx(np.mean([average_precision_score(labels[source == s],
+                                                                                  scores[source == s]) for s in (0, 1)]))  # fmt: skip
+    assert metrics["val_auroc"] != pytest.approx(roc_auc_score(labels, scores))
+    one = validation_metrics(scores[:100], labels[:100], source[:100])
+    assert one["val_auroc"] == pytest.approx(roc_auc_score(labels[:100], scores[:100]))
+
+
+def test_one_model_trains_on_several_cell_lines_with_their_distances(shard_dir, tmp_path):
+    config = dataclasses.replace(TINY_MODEL, distance=True)
+    description = train_model([shard_dir, shard_dir], config, train_config(epochs=1), tmp_path / "out",
+                              tmp_path / "ckpt")  # fmt: skip
+    log = pd.read_csv(tmp_path / "out" / "train_log.tsv", sep="\t")
+    alone = len(load_split(shard_dir, "train"))
+    assert len(log) == 1 and description["model"]["distance"] is True
+    model, _ = load_trained_model(tmp_path / "out")
+    assert model.head[0].in_features == TINY_MODEL.d_model + 2
+    # Twice the pairs: twice the tokens per epoch of the single folder's training.
+    single = train_model(shard_dir, config, train_config(epochs=1), tmp_path / "one", tmp_path / "ckpt1")
+    assert alone > 0 and description["tokens_per_s"] * log["seconds"][0] == pytest.approx(
+        2 * single["tokens_per_s"] * pd.read_csv(tmp_path / "one" / "train_log.tsv", sep="\t")["seconds"][0])

@@ -2,7 +2,7 @@
 
 Shards are memory-mapped, never loaded whole: a `ShardSet` parses each safetensors header
 and maps the tensors in place, so RAM stays flat however many shards a split has; only
-labels and pair ids (9 bytes a pair) are read eagerly. Sequences stay bit-packed until a
+labels, pair ids and distances (17 bytes a pair) are read eagerly. Sequences stay bit-packed until a
 batch is made, and are unpacked per batch.
 
 `PackedPairs` holds pairs encoded on the fly (scoring new pairs) in memory and serves them
@@ -65,25 +65,53 @@ def map_safetensors(path: Path) -> dict[str, np.memmap]:
     }
 
 
-class ShardSet:
-    """One split's shards as a single memory-mapped table of pairs."""
+def pooled_manifest(shard_dirs: list[str | Path]) -> dict:
+    """The manifest of several cell lines' shards read as one data set (training one model on all).
 
-    def __init__(self, shard_dir: str | Path, split: str, verify: bool = True):
-        self.shard_dir = Path(shard_dir)
-        manifest = load_manifest(shard_dir)
+    Every folder must hold windows of the same widths, flank and window settings; the
+    result is the first manifest with the shard entries of all (paths relative to their
+    own folder, in `shard_dirs` order, with the folder in `dir`).
+    """
+    manifests = [load_manifest(shard_dir) for shard_dir in shard_dirs]
+    first = manifests[0]
+    for shard_dir, manifest in zip(shard_dirs[1:], manifests[1:]):
+        for key in ("widths", "flank", "windows", "split"):
+            if manifest.get(key) != first.get(key):
+                raise ShardError(f"{shard_dir}: {key} {manifest.get(key)} differs from {shard_dirs[0]} "
+                                 f"({first.get(key)}); cell lines pooled into one model need the same windows.")  # fmt: skip
+    shards = [{**entry, "dir": str(shard_dir)} for shard_dir, m in zip(shard_dirs, manifests) for entry in m["shards"]]
+    return {**first, "shards": shards, "inputs": [m["inputs"] for m in manifests]}
+
+
+def shard_manifest(shard_dir: str | Path | list) -> dict:
+    """One folder's manifest, or the pooled manifest of a list of folders."""
+    return pooled_manifest(list(shard_dir)) if isinstance(shard_dir, (list, tuple)) else load_manifest(shard_dir)
+
+
+class ShardSet:
+    """One split's shards as a single memory-mapped table of pairs (of one folder, or pooled from several)."""
+
+    def __init__(self, shard_dir: str | Path | list, split: str, verify: bool = True):
+        manifest = shard_manifest(shard_dir)
         self.entries = [s for s in manifest["shards"] if s["split"] == split]
         if not self.entries:
             raise ShardError(f"{shard_dir}: manifest lists no shards for the {split!r} split.")
         self.lengths: dict[str, int] = dict(manifest["lengths"])
         self.flank = int(manifest["flank"])
-        self.paths = [self.shard_dir / entry["path"] for entry in self.entries]
-        labels, ids = [], []
+        self.paths = [Path(entry.get("dir", shard_dir)) / entry["path"] for entry in self.entries]
+        labels, ids, distances = [], [], []
         for path, entry in zip(self.paths, self.entries):
             tensors = self._check(path, entry, verify)
             labels.append(np.array(tensors["label"]))
             ids.append(np.array(tensors["pair_id"]))
+            distances.append(np.array(tensors["distance"]))
         self.label = np.concatenate(labels)  # uint8 [N]
-        self.pair_id = np.concatenate(ids)  # int64 [N]
+        self.pair_id = np.concatenate(ids)  # int64 [N]; pooled cell lines may repeat ids
+        self.distance = np.concatenate(distances)  # int64 [N], -1 across chromosomes
+        folders = list(dict.fromkeys(str(entry.get("dir", shard_dir)) for entry in self.entries))
+        # int64 [N]: which folder (cell line, when pooled) each pair comes from, in `shard_dir` order
+        self.source = np.repeat([folders.index(str(entry.get("dir", shard_dir))) for entry in self.entries],
+                                [entry["rows"] for entry in self.entries]).astype(np.int64)  # fmt: skip
         self.starts = np.cumsum([0] + [entry["rows"] for entry in self.entries])
         self._maps: list[dict[str, np.memmap]] | None = None
 
@@ -124,15 +152,17 @@ class PackedPairs:
     """Packed pairs held in memory, read like a `ShardSet` (same `packed`, `lengths`, `flank`, ...).
 
     `enhancer`, `promoter`: uint8 [N, L/2] as `encode.encode_windows` returns them;
-    `pair_id`: int64 [N]; `label`: [N], zeros when unknown.
+    `pair_id`: int64 [N]; `distance`: int64 [N] as in windows.tsv; `label`: [N], zeros when unknown.
     """
 
-    def __init__(self, tensors: dict[str, np.ndarray], pair_id: np.ndarray, label: np.ndarray | None = None,
-                 flank: int = 0):  # fmt: skip
+    def __init__(self, tensors: dict[str, np.ndarray], pair_id: np.ndarray, distance: np.ndarray,
+                 label: np.ndarray | None = None, flank: int = 0):  # fmt: skip
         self._tensors = {element: tensors[element] for element in ELEMENTS}
         self.lengths = {element: 2 * packed.shape[1] for element, packed in self._tensors.items()}
         self.flank = flank
         self.pair_id = np.asarray(pair_id, dtype=np.int64)
+        self.distance = np.asarray(distance, dtype=np.int64)
+        self.source = np.zeros(len(self.pair_id), dtype=np.int64)  # one source: the pairs being scored
         self.label = np.zeros(len(self.pair_id), dtype=np.uint8) if label is None else np.asarray(label)
 
     def __len__(self) -> int:
@@ -143,8 +173,8 @@ class PackedPairs:
         return self._tensors[element][rows]
 
 
-def load_split(shard_dir: str | Path, split: str, verify: bool = True) -> ShardSet:
-    """One split's shards, checked against the manifest (hashes, shapes, row counts)."""
+def load_split(shard_dir: str | Path | list, split: str, verify: bool = True) -> ShardSet:
+    """One split's shards, checked against the manifest (hashes, shapes, row counts); a list pools folders."""
     return ShardSet(shard_dir, split, verify)
 
 
@@ -202,6 +232,8 @@ class PairBatches(torch.utils.data.Dataset):
             batch[element] = torch.from_numpy(np.ascontiguousarray(onehot)).float()
         batch["label"] = torch.from_numpy(self.shards.label[rows].astype(np.float32))
         batch["pair_id"] = torch.from_numpy(self.shards.pair_id[rows])
+        batch["distance"] = torch.from_numpy(self.shards.distance[rows].astype(np.float32))
+        batch["source"] = torch.from_numpy(self.shards.source[rows])
         return batch
 
 

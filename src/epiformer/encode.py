@@ -8,7 +8,9 @@ Stored layout (the one place it is defined; `epiformer.data` reads it back):
   `numpy.packbits(..., bitorder="big")`. L = window width + 2 * flank; the flank bases on
   each side let training shift windows without re-reading the genome; bases past a
   chromosome end are N. Sequence is the reference + strand.
-- `label`: uint8 [N]; `pair_id`: int64 [N].
+- `label`: uint8 [N]; `pair_id`: int64 [N]; `distance`: int64 [N], bp between the two
+  window centres as in windows.tsv (-1 for a pair across chromosomes), for models that
+  are given the pair's genomic distance.
 
 `manifest.json` lists format version, widths, flank, channel order, packing, the window
 settings (from the windows report), every shard with its row and label counts and SHA-256,
@@ -33,7 +35,7 @@ from epiformer.fileio import atomic_write, atomic_write_text, sha256_file
 from epiformer.genome import Genome
 from epiformer.runlog import progress
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: shards carry `distance`
 CHANNELS = "ACGT"
 ONE_HOT_TABLE = np.zeros((256, 4), dtype=np.uint8)
 for _channel, _base in enumerate(CHANNELS):
@@ -123,6 +125,7 @@ def encode_one_shard(genome: Genome, job: ShardJob, outdir: Path, flank: int) ->
     tensors = encode_windows(genome, job.windows, flank)
     tensors["label"] = job.windows["label"].to_numpy(dtype=np.uint8)
     tensors["pair_id"] = job.windows["pair_id"].to_numpy(dtype=np.int64)
+    tensors["distance"] = job.windows["distance"].to_numpy(dtype=np.int64)
     digest = write_shard(outdir / job.relative, tensors)
     return {"path": job.relative, "split": job.split, "rows": len(job.windows),
             "positives": int(tensors["label"].sum()), "sha256": digest}  # fmt: skip

@@ -2,13 +2,18 @@
 
 Input: enhancer [B, Le, 4] and promoter [B, Lp, 4] one-hot (float), optional bool masks
 [B, Le] / [B, Lp] that are True at *valid* bases (False = padding, for batches that mix
-widths). Output: one logit per pair, [B].
+widths), and, for a model with `distance: true`, the pair's genomic distance [B] in bp
+between window centres (-1 across chromosomes). Output: one logit per pair, [B].
 
 Each element is cut into tokens by a linear projection of `kernel_size` bases taken every
 `patch_size` bases (a strided convolution with no nonlinearity; 1/1 = one token per base),
 given sinusoidal positions within the element and a learned segment embedding, then both
 token sequences are joined so attention can relate enhancer to promoter. Pre-norm blocks,
-final LayerNorm, mean pooling over valid tokens only, and a small head.
+final LayerNorm, mean pooling over valid tokens only, and a small head. A distance-aware
+model joins `distance_features` (log distance, and whether the pair is across chromosomes)
+to the pooled representation before the head: genomic distance is the strongest single
+predictor of enhancer-promoter contact, and the sequence cannot tell it; a linear term of
+the same features is added to the logit.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ class ModelConfig:
     patch_size: int = 10
     kernel_size: int = 20
     dropout: float = 0.1
+    distance: bool = False  # join the pair's log genomic distance to the pooled sequence representation
 
     def __post_init__(self):
         if self.attention not in ("linear", "softmax"):
@@ -58,6 +64,17 @@ def sinusoidal_positions(length: int, dim: int, device=None) -> torch.Tensor:
     table[:, 0::2] = torch.sin(position * frequency)
     table[:, 1::2] = torch.cos(position * frequency[: dim // 2])
     return table
+
+
+DISTANCE_FEATURES = 2
+LOG10_DISTANCE_CENTRE = 5.0  # 100 kb, the middle of the enhancer-promoter distances of TargetFinder and BENGI
+
+
+def distance_features(distance: torch.Tensor) -> torch.Tensor:
+    """[B] bp (-1 across chromosomes) -> float [B, 2]: centred log10(distance + 1) (0 across), across flag."""
+    across = distance < 0
+    log_distance = torch.log10(distance.clamp(min=0).float() + 1) - LOG10_DISTANCE_CENTRE
+    return torch.stack([log_distance.masked_fill(across, 0.0), across.float()], dim=-1)
 
 
 class Tokenizer(nn.Module):
@@ -122,7 +139,11 @@ class EPITransformer(nn.Module):
         self.segment = nn.Embedding(2, config.d_model)
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
         self.norm = nn.LayerNorm(config.d_model)
-        self.head = nn.Sequential(nn.Linear(config.d_model, config.d_model), nn.GELU(), nn.Linear(config.d_model, 1))
+        head_in = config.d_model + (DISTANCE_FEATURES if config.distance else 0)
+        self.head = nn.Sequential(nn.Linear(head_in, config.d_model), nn.GELU(), nn.Linear(config.d_model, 1))
+        # A direct linear path from distance to the logit, as in the distance baseline: the
+        # monotone effect is learned at once, the head learns how sequence modifies it.
+        self.distance_logit = nn.Linear(DISTANCE_FEATURES, 1) if config.distance else None
 
     def embed(self, onehot: torch.Tensor, valid: torch.Tensor, segment: int) -> tuple[torch.Tensor, torch.Tensor]:
         tokens, token_valid = self.tokenizer(onehot, valid)  # (B, T, D), (B, T)
@@ -132,7 +153,7 @@ class EPITransformer(nn.Module):
         positions = sinusoidal_positions(tokens.shape[1], tokens.shape[2], tokens.device)
         return tokens + positions + self.segment.weight[segment], token_valid
 
-    def forward(self, enhancer, promoter, enhancer_valid=None, promoter_valid=None) -> torch.Tensor:
+    def forward(self, enhancer, promoter, enhancer_valid=None, promoter_valid=None, distance=None) -> torch.Tensor:
         # Without masks every token is valid: attention then skips masking (and SDPA can use
         # its fastest kernels). Decided from the arguments, not the data, so compiled graphs stay whole.
         masked = enhancer_valid is not None or promoter_valid is not None
@@ -150,7 +171,18 @@ class EPITransformer(nn.Module):
         x = self.norm(x)
         weights = valid[..., None].to(x.dtype)
         pooled = (x * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1)  # (B, D)
+        if self.config.distance:
+            if distance is None:
+                raise ValueError("this model was built with distance: true and needs each pair's distance")
+            features = distance_features(distance).to(pooled.dtype)  # (B, 2)
+            joined = torch.cat([pooled, features], dim=-1)  # (B, D + 2)
+            return (self.head(joined) + self.distance_logit(features)).squeeze(-1)
         return self.head(pooled).squeeze(-1)
+
+
+def score_batch(model: nn.Module, batch: dict, device: torch.device) -> torch.Tensor:
+    """Logits [B] of a `data.PairBatches` batch: both elements, and the distance for models that use it."""
+    return model(batch["enhancer"].to(device), batch["promoter"].to(device), distance=batch["distance"].to(device))
 
 
 def count_parameters(model: nn.Module) -> int:

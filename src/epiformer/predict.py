@@ -169,7 +169,7 @@ def score_windows(model: EPITransformer, genome: Genome, windows: pd.DataFrame, 
     ids, scores = [np.zeros(0, np.int64)], [np.zeros(0, np.float32)]
     for offset in progress(offsets, len(offsets), f"scoring {len(windows):,} pairs"):
         part = windows.iloc[offset : offset + CHUNK_PAIRS]
-        data = PackedPairs(encode_windows(genome, part, flank=0), part["pair_id"].to_numpy())
+        data = PackedPairs(encode_windows(genome, part, flank=0), part["pair_id"].to_numpy(), part["distance"].to_numpy())
         part_scores, _, part_ids = predict_split(model, data, batch_size, device)
         ids.append(part_ids)
         scores.append(part_scores)

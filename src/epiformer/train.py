@@ -38,9 +38,9 @@ import torch
 from safetensors.torch import save_file
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from epiformer.data import PairBatches, batch_loader, load_manifest, load_split
+from epiformer.data import PairBatches, batch_loader, load_split, shard_manifest
 from epiformer.fileio import atomic_write, atomic_write_text
-from epiformer.model import EPITransformer, ModelConfig, count_parameters
+from epiformer.model import EPITransformer, ModelConfig, count_parameters, score_batch
 from epiformer.provenance import package_versions
 from epiformer.runlog import progress
 
@@ -141,7 +141,7 @@ def predict_split(model, data, batch_size: int, device: torch.device) -> tuple[n
     scores, labels, ids = [], [], []
     for batch in batch_loader(PairBatches(data, batch_size)):
         with mixed_precision(device):
-            logits = model(batch["enhancer"].to(device), batch["promoter"].to(device))
+            logits = score_batch(model, batch, device)
         scores.append(torch.sigmoid(logits.float()).cpu().numpy())
         labels.append(batch["label"].numpy())
         ids.append(batch["pair_id"].numpy())
@@ -178,13 +178,16 @@ def run_fingerprint(model_config: ModelConfig, train_config: TrainConfig, manife
 
 
 def train_model(
-    shard_dir: str | Path,
+    shard_dir: str | Path | list,
     model_config: ModelConfig,
     train_config: TrainConfig,
     outdir: str | Path,
     checkpoint_dir: str | Path,
 ) -> dict:
     """Train on the train split, select on validation, write the outputs; returns model.json's content.
+
+    `shard_dir` is one cell line's shard folder, or a list of them: one model is then trained
+    on all their train splits together and selected on all their validation splits.
 
     With `train_config.devices` > 1, that many processes train data-parallel (DDP: NCCL on
     GPUs, gloo on the CPU), each on its own slice of every global batch of `batch_size`.
@@ -279,7 +282,7 @@ class _Run:
     step_model: torch.nn.Module  # what the steps call: DDP- and/or compile-wrapped `model`
     optimizer: torch.optim.Optimizer
     scheduler: torch.optim.lr_scheduler.LRScheduler
-    loss_fn: torch.nn.Module
+    positive_weight: torch.Tensor  # [sources]: weight of a positive pair of each source; negatives weigh 1
     config: TrainConfig
     device: torch.device
     checkpoint_dir: Path
@@ -325,8 +328,10 @@ def _train_epoch(run: _Run, train_data, epoch: int, partial: dict | None, stop: 
 def _step(run: _Run, batch: dict) -> torch.Tensor:
     """One optimiser step; returns the batch loss (detached)."""
     with mixed_precision(run.device):
-        logits = run.step_model(batch["enhancer"].to(run.device), batch["promoter"].to(run.device))
-    loss = run.loss_fn(logits.float(), batch["label"].to(run.device))
+        logits = score_batch(run.step_model, batch, run.device)
+    labels = batch["label"].to(run.device)
+    weights = torch.where(labels > 0, run.positive_weight[batch["source"].to(run.device)], 1.0)
+    loss = torch.nn.functional.binary_cross_entropy_with_logits(logits.float(), labels, weight=weights)
     run.optimizer.zero_grad(set_to_none=True)
     loss.backward()  # under DDP the gradients of all processes are averaged here
     torch.nn.utils.clip_grad_norm_(run.model.parameters(), run.config.grad_clip)
@@ -353,6 +358,33 @@ def _gather(value, world: int) -> list:
     return values
 
 
+def positive_weights(data) -> torch.Tensor:
+    """float [sources]: negatives / positives of each source's training pairs.
+
+    With it, positives and negatives weigh the same in each source (cell line): the loss
+    is balanced, and a model pooled over cell lines of different positive rates gains
+    nothing by learning which cell line a sequence comes from.
+    """
+    sources = int(data.source.max()) + 1 if len(data.source) else 1
+    positives = np.bincount(data.source, weights=data.label, minlength=sources)
+    pairs = np.bincount(data.source, minlength=sources)
+    return torch.tensor((pairs - positives) / np.maximum(positives, 1.0), dtype=torch.float32)
+
+
+def validation_metrics(scores: np.ndarray, labels: np.ndarray, source: np.ndarray) -> dict:
+    """Validation loss, AUROC and AUPRC; pooled cell lines are each scored alone and averaged.
+
+    Ranking the pairs of cell lines with different positive rates together would reward
+    learning the cell line rather than the interaction.
+    """
+    parts = [source == value for value in np.unique(source)]
+    return {
+        "val_loss": _bce(scores, labels),
+        "val_auroc": float(np.mean([roc_auc_score(labels[p], scores[p]) for p in parts])),
+        "val_auprc": float(np.mean([average_precision_score(labels[p], scores[p]) for p in parts])),
+    }
+
+
 def _epoch_row(model, val_data, train_config, device, epoch: int, train_loss: float, learning_rate: float,
                seconds: float, tokens: int, device_name: str) -> dict:  # fmt: skip
     """One train_log.tsv row: training loss, validation metrics, speed."""
@@ -360,9 +392,7 @@ def _epoch_row(model, val_data, train_config, device, epoch: int, train_loss: fl
     return {
         "epoch": epoch,
         "train_loss": train_loss,
-        "val_loss": _bce(scores, labels),
-        "val_auroc": float(roc_auc_score(labels, scores)),
-        "val_auprc": float(average_precision_score(labels, scores)),
+        **validation_metrics(scores, labels, val_data.source),
         "learning_rate": learning_rate,
         "seconds": seconds,
         "tokens_per_s": tokens / seconds,
@@ -376,7 +406,7 @@ def _train(rank: int, world: int, shard_dir, model_config: ModelConfig, train_co
     torch.set_num_threads(train_config.threads)
     device = _process_device(train_config, rank, world)
     device_name = f"{device.type} x {world}" if world > 1 else str(device)
-    manifest = load_manifest(shard_dir)
+    manifest = shard_manifest(shard_dir)
     train_data, val_data = load_split(shard_dir, "train"), load_split(shard_dir, "val")
     seed_everything(train_config.seed)  # the same initial weights in every process
     model = EPITransformer(model_config).to(device)
@@ -386,10 +416,8 @@ def _train(rank: int, world: int, shard_dir, model_config: ModelConfig, train_co
                  device_name, "bf16 autocast" if device.type == "cuda" else "float32")  # fmt: skip
     steps_per_epoch = len(_epoch_batches(train_data, train_config, 1, rank, world))
     optimizer, scheduler = _optimisation(model, train_config, steps_per_epoch)
-    positives = float(train_data.label.sum())
-    pos_weight = torch.tensor((len(train_data) - positives) / max(positives, 1.0), device=device)
     run = _Run(rank, world, model, torch.compile(wrapped) if train_config.compile else wrapped, optimizer, scheduler,
-               torch.nn.BCEWithLogitsLoss(pos_weight=pos_weight), train_config, device, checkpoint_dir,
+               positive_weights(train_data).to(device), train_config, device, checkpoint_dir,
                run_fingerprint(model_config, train_config, manifest))  # fmt: skip
 
     state = load_checkpoint(checkpoint_dir, run.fingerprint)

@@ -1,9 +1,18 @@
 import hashlib
+import os
 import re
 from pathlib import Path
 
 import pandas as pd
 from snakemake.utils import validate
+
+# The workflow's own files (docs/, src/) are found beside this file, so that the workflow runs
+# from a user's folder (`snakemake -s /path/to/epiformer/Snakefile`, or as a `module`); config,
+# sample sheet, data, results and logs stay relative to the working directory.
+WORKFLOW_DIR = Path(workflow.current_basedir).parents[1]
+if (WORKFLOW_DIR / "pyproject.toml").exists():
+    # envs/install-epiformer.sh installs the package into each conda env from this checkout.
+    os.environ.setdefault("EPIFORMER_SOURCE", str(WORKFLOW_DIR))
 
 validate(config, schema="../schemas/config.schema.yaml")
 
@@ -26,16 +35,44 @@ CELL_LINES = list(samples.index)
 MODELS = list(config["models"])
 BASELINES = list(config["baselines"]["names"])
 EVALUATED = MODELS + BASELINES  # every table and plot shows models and baselines side by side
+# A pooled model is trained once on every cell line (results/pooled/{model}/) and evaluated on each.
+POOLED_MODELS = [name for name in MODELS if config["models"][name].get("pooled", False)]
+CELL_MODELS = [name for name in MODELS if name not in POOLED_MODELS]
 if set(MODELS) & set(BASELINES):
     raise ValueError(
         f"models: {', '.join(sorted(set(MODELS) & set(BASELINES)))} is also a baseline's name; "
         "rename the model (results/{cell}/{name}/ would hold both)."
     )
+if "pooled" in CELL_LINES:
+    raise ValueError(
+        f"{config['samples']}: the cell line name 'pooled' is reserved (results/pooled/ holds pooled models)."
+    )
+
+
+def sequence_only_twin(name):
+    """The model that differs from `name` only in `distance`, if the config has one."""
+    settings = {**config["models"][name], "distance": False}
+    return next((other for other in MODELS if {**config["models"][other], "distance": False} == settings
+                 and not config["models"][other].get("distance", False)), None)  # fmt: skip
+
+
+for _name in MODELS:
+    if config["models"][_name].get("distance", False) and sequence_only_twin(_name) is None:
+        raise ValueError(
+            f"models: {_name!r} is given the genomic distance, but no model has the same settings without it. "
+            "Add that sequence-only twin (e.g. a copy of the entry with distance: false): a distance-aware "
+            "model is reported only beside the sequence-only model, to show what the sequence adds."
+        )
+
+
+def regex_of(names):
+    """A wildcard constraint matching exactly these names (none: matches nothing)."""
+    return "|".join(map(re.escape, names)) or "$^"
 
 
 wildcard_constraints:
     cell="|".join(map(re.escape, CELL_LINES)),
-    model="|".join(map(re.escape, MODELS)),
+    model=regex_of(MODELS),
     baseline="|".join(map(re.escape, BASELINES)) or "$^",
 
 
@@ -51,6 +88,16 @@ def get_genome_index(wildcards):
     return get_genome(wildcards) + ".fai"
 
 
+def model_dir(cell, model):
+    """Where a model's weights and model.json are: its own per cell line, or the one pooled model."""
+    return f"results/pooled/{model}" if model in POOLED_MODELS else f"results/{cell}/{model}"
+
+
+def model_config(model):
+    """The model's architecture (`pooled` says what it is trained on, not what it is)."""
+    return {key: value for key, value in config["models"][model].items() if key != "pooled"}
+
+
 def get_truth(cell):
     return samples.loc[cell, "truth"] if "truth" in samples.columns else ""
 
@@ -59,9 +106,10 @@ def all_outputs():
     return [
         expand("results/{cell}/{model}/metrics.json", cell=CELL_LINES, model=EVALUATED),
         expand("results/plots/{cell}/{figure}.png", cell=CELL_LINES, figure=["roc_pr", "calibration"]),
-        expand("results/plots/{cell}/{model}.training.png", cell=CELL_LINES, model=MODELS),
-        expand("results/transfer/{model}.tsv", model=MODELS),
-        expand("results/plots/transfer/{model}.png", model=MODELS),
+        expand("results/plots/{cell}/{model}.training.png", cell=CELL_LINES, model=CELL_MODELS),
+        expand("results/plots/pooled/{model}.training.png", model=POOLED_MODELS),
+        expand("results/transfer/{model}.tsv", model=CELL_MODELS),
+        expand("results/plots/transfer/{model}.png", model=CELL_MODELS),
         "results/plots/comparison.png",
         "results/plots/scaling_reference.png",
         "results/summary.tsv",
@@ -71,6 +119,6 @@ def all_outputs():
 
 def demo_generator_checksum():
     """Re-make the demo when its generator changes (Snakemake tracks the scripts, not the package)."""
-    package = Path(workflow.basedir) / "src" / "epiformer"
+    package = WORKFLOW_DIR / "src" / "epiformer"
     sources = [package / name for name in ("demo.py", "motifs.py")]
     return hashlib.sha256(b"".join(path.read_bytes() for path in sources if path.exists())).hexdigest()[:16]

@@ -1,7 +1,7 @@
 rule evaluate:
     input:
-        weights="results/{cell}/{model}/model.safetensors",
-        description="results/{cell}/{model}/model.json",
+        weights=lambda wildcards: f"{model_dir(wildcards.cell, wildcards.model)}/model.safetensors",
+        description=lambda wildcards: f"{model_dir(wildcards.cell, wildcards.model)}/model.json",
         shards="results/{cell}/shards",
     output:
         predictions="results/{cell}/{model}/predictions.tsv",

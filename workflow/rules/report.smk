@@ -73,8 +73,28 @@ rule plot_training:
     resources:
         mem_mb=2000,
         runtime=10,
+    params:
+        trained_on=lambda wildcards: f"cell line {wildcards.cell}",
     script:
         "../../scripts/plot_training.py"
+
+
+use rule plot_training as plot_training_pooled with:
+    input:
+        log_table="results/pooled/{model}/train_log.tsv",
+        description="results/pooled/{model}/model.json",
+    output:
+        png=report(
+            "results/plots/pooled/{model}.training.png",
+            caption="../report/training.rst",
+            category="Training curves",
+            labels={"cell line": "all (pooled)", "model": "{model}"},
+        ),
+        svg="results/plots/pooled/{model}.training.svg",
+    log:
+        "logs/pooled/{model}/plot_training.log",
+    params:
+        trained_on="all cell lines (pooled)",
 
 
 rule plot_transfer:
@@ -125,7 +145,8 @@ rule plot_comparison:
 
 rule plot_scaling_reference:
     input:
-        table="docs/scaling_cpu.tsv",
+        # Shipped with the workflow: found beside this file, not in the working directory.
+        table=workflow.source_path("../../docs/scaling_cpu.tsv"),
     output:
         png=report(
             "results/plots/scaling_reference.png",
@@ -150,11 +171,17 @@ rule summary:
     input:
         metrics=expand("results/{cell}/{model}/metrics.json", cell=CELL_LINES, model=EVALUATED),
         predictions=expand("results/{cell}/{model}/predictions.tsv", cell=CELL_LINES, model=EVALUATED),
-        descriptions=expand("results/{cell}/{model}/model.json", cell=CELL_LINES, model=MODELS),
+        descriptions=[f"{model_dir(cell, model)}/model.json" for cell in CELL_LINES for model in MODELS],
         truths=[get_truth(cell) for cell in CELL_LINES if get_truth(cell)],
     output:
         tsv=report("results/summary.tsv", caption="../report/summary.rst", category="Summary"),
         markdown="results/summary.md",
+        paired=report(
+            "results/paired_comparison.tsv",
+            caption="../report/paired_comparison.rst",
+            category="Summary",
+            labels={"table": "model minus baseline (paired)"},
+        ),
     log:
         "logs/summary.log",
     conda:
@@ -169,10 +196,12 @@ rule summary:
                 "cell_line": cell,
                 "model": model,
                 "truth": get_truth(cell),
-                "description": f"results/{cell}/{model}/model.json" if model in MODELS else "",
+                "description": f"{model_dir(cell, model)}/model.json" if model in MODELS else "",
             }
             for cell in CELL_LINES
             for model in EVALUATED
         ],
+        bootstrap=config["evaluate"]["bootstrap"],
+        seed=config["evaluate"]["seed"],
     script:
         "../../scripts/summary.py"

@@ -9,6 +9,8 @@ rule train:
         "logs/{cell}/{model}/train.log",
     benchmark:
         "benchmarks/out/{cell}/{model}/train.tsv"
+    wildcard_constraints:
+        model=regex_of(CELL_MODELS),
     conda:
         "../../envs/train.yaml"
     # One set of threads per data-parallel process, and one GPU each unless device is cpu
@@ -19,7 +21,7 @@ rule train:
         runtime=config["train"]["runtime"],
         gpu=config["train"]["devices"] if config["train"]["device"] != "cpu" else 0,
     params:
-        model=lambda wildcards: config["models"][wildcards.model],
+        model=lambda wildcards: model_config(wildcards.model),
         train=config["train"],
         augment=config["augment"],
         # Kept outside the declared outputs: Snakemake deletes a failed job's outputs,
@@ -27,3 +29,25 @@ rule train:
         checkpoint_dir=lambda wildcards: f".epiformer-checkpoints/{wildcards.cell}/{wildcards.model}",
     script:
         "../../scripts/train.py"
+
+
+# A model with `pooled: true`: one training on every cell line's train split (selected on
+# all validation splits), evaluated on each cell line's own test split.
+use rule train as train_pooled with:
+    input:
+        shards=expand("results/{cell}/shards", cell=CELL_LINES),
+    output:
+        weights="results/pooled/{model}/model.safetensors",
+        description="results/pooled/{model}/model.json",
+        log_table="results/pooled/{model}/train_log.tsv",
+    log:
+        "logs/pooled/{model}/train.log",
+    benchmark:
+        "benchmarks/out/pooled/{model}/train.tsv"
+    wildcard_constraints:
+        model=regex_of(POOLED_MODELS),
+    params:
+        model=lambda wildcards: model_config(wildcards.model),
+        train=config["train"],
+        augment=config["augment"],
+        checkpoint_dir=lambda wildcards: f".epiformer-checkpoints/pooled/{wildcards.model}",

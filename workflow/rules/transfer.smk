@@ -14,6 +14,8 @@ rule transfer:
         "logs/transfer/{model}.log",
     benchmark:
         "benchmarks/out/transfer/{model}.tsv"
+    wildcard_constraints:
+        model=regex_of(CELL_MODELS),  # a pooled model was trained on every cell line: nothing to transfer
     conda:
         "../../envs/train.yaml"
     threads: 1

@@ -1,0 +1,104 @@
+"""A real tiny Snakemake run with a pooled model and a distance-aware model, the way a user configures them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from tests.conftest import REPO, TINY_MODEL, require_bedtools, snakemake, tiny_config
+
+POOLED = {"linear": {"attention": "linear", **TINY_MODEL},
+          "linear_distance": {"attention": "linear", **TINY_MODEL, "distance": True},
+          "linear_pooled": {"attention": "linear", **TINY_MODEL, "pooled": True},
+          "linear_pooled_distance": {"attention": "linear", **TINY_MODEL, "pooled": True, "distance": True}}  # fmt: skip
+CELLS = ("demo_a", "demo_b")
+
+
+def write_config(folder, models) -> None:
+    config = tiny_config()
+    config["models"] = models
+    config["baselines"]["names"] = ["distance"]
+    (folder / "config").mkdir(exist_ok=True)
+    (folder / "config" / "config.yaml").write_text(yaml.safe_dump(config))
+    shutil.copy(REPO / "config" / "samples.tsv", folder / "config" / "samples.tsv")
+
+
+@pytest.fixture(scope="module")
+def pooled_run(tmp_path_factory):
+    require_bedtools()
+    folder = tmp_path_factory.mktemp("pooled")
+    write_config(folder, POOLED)
+    run = snakemake(folder, "-s", str(REPO / "Snakefile"), "results/summary.tsv",
+                    "results/plots/pooled/linear_pooled.training.png")  # fmt: skip
+    assert run.returncode == 0, run.stderr[-5000:]
+    return folder
+
+
+def test_a_pooled_model_is_trained_once_and_tested_on_each_cell_line(pooled_run):
+    results = pooled_run / "results"
+    for name in ("linear_pooled", "linear_pooled_distance"):
+        description = json.loads((results / "pooled" / name / "model.json").read_text())
+        assert description["model"]["distance"] == name.endswith("distance")
+        assert not (results / "demo_a" / name / "model.safetensors").exists()
+        for cell in CELLS:
+            own = set(pd.read_csv(results / cell / "linear" / "predictions.tsv", sep="\t")["pair_id"])
+            pooled = pd.read_csv(results / cell / name / "predictions.tsv", sep="\t")
+            assert set(pooled["pair_id"]) == own  # the cell line's own test pairs
+    log = pd.read_csv(results / "pooled" / "linear_pooled" / "train_log.tsv", sep="\t")
+    assert len(log) == 1 and log["val_auroc"].between(0, 1).all()
+    assert (results / "plots" / "pooled" / "linear_pooled.training.png").stat().st_size > 1000
+
+
+def test_the_summary_shows_pooled_and_distance_models_beside_the_sequence_only_ones(pooled_run):
+    summary = pd.read_csv(pooled_run / "results" / "summary.tsv", sep="\t")
+    assert set(summary["model"]) == set(POOLED) | {"distance"}
+    models = summary[summary["kind"] == "transformer"]
+    assert set(models["attention"]) == {"linear"} and len(models) == len(POOLED) * len(CELLS)
+    pooled = models[models["model"] == "linear_pooled"]
+    assert pooled["parameters"].nunique() == 1  # one model for both cell lines
+    assert {"auroc_diff_distance", "auroc_diff_distance_lo", "auroc_diff_distance_hi"} <= set(summary.columns)
+
+
+def test_predict_gives_a_distance_aware_model_the_distance_of_each_pair(pooled_run, tmp_path):
+    results = pooled_run / "results"
+    run = subprocess.run([sys.executable, "-m", "epiformer.cli", "predict", "--model", results / "demo_a" / "linear_distance",
+                          "--genome", pooled_run / "resources/demo/genome.fa", "--pairs",
+                          pooled_run / "resources/demo/demo_a.pairs.csv", "--out", tmp_path / "scores.tsv"],
+                         capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    scores = pd.read_csv(tmp_path / "scores.tsv", sep="\t")
+    workflow = pd.read_csv(results / "demo_a" / "linear_distance" / "predictions.tsv", sep="\t")
+    both = workflow.merge(scores, on="pair_id", suffixes=("_workflow", "_predict"), validate="one_to_one")
+    assert len(both) == len(workflow) and np.abs(both["score_workflow"] - both["score_predict"]).max() <= 1e-6
+
+
+def test_transfer_is_planned_for_per_cell_models_only(pooled_run):
+    run = snakemake(pooled_run, "-s", str(REPO / "Snakefile"), "-n", "--forceall")
+    assert run.returncode == 0, run.stderr[-3000:]
+    planned = run.stdout + run.stderr
+    assert "results/transfer/linear.tsv" in planned and "results/transfer/linear_pooled" not in planned
+    assert planned.count("rule train_pooled:") == 2
+
+
+def test_a_distance_model_without_its_sequence_only_twin_is_refused(tmp_path):
+    write_config(tmp_path, {"linear_distance": POOLED["linear_distance"]})
+    run = snakemake(tmp_path, "-s", str(REPO / "Snakefile"), "-n")
+    assert run.returncode != 0 and "sequence-only twin" in run.stdout + run.stderr
+    write_config(tmp_path, {"x": POOLED["linear"], "x_distance": {**POOLED["linear"], "distance": True, "d_ff": 64}})
+    run = snakemake(tmp_path, "-s", str(REPO / "Snakefile"), "-n")
+    assert run.returncode != 0 and "'x_distance' is given the genomic distance" in run.stdout + run.stderr
+
+
+def test_a_cell_line_named_pooled_is_refused(tmp_path):
+    write_config(tmp_path, POOLED)
+    sheet = tmp_path / "config" / "samples.tsv"
+    sheet.write_text(sheet.read_text().replace("demo_b\t", "pooled\t"))
+    run = snakemake(tmp_path, "-s", str(REPO / "Snakefile"), "-n")
+    assert run.returncode != 0 and "'pooled' is reserved" in run.stdout + run.stderr
