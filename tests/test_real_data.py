@@ -1,0 +1,93 @@
+"""The real-data benchmark (config/targetfinder.yaml) run the way a user runs it: a dry run of
+everything, another sample sheet passed as one more --configfile, and a short real training."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+import yaml
+
+from tests.conftest import REPO, TINY_MODEL, require_bedtools, snakemake
+
+OVERLAY = REPO / "config" / "targetfinder.yaml"
+CELLS = ("GM12878", "HUVEC", "HeLa-S3", "IMR90")
+
+
+def user_folder(tmp_path):
+    """A user's folder: the checkout's config/ and data/ (links), results written here."""
+    for name in ("config", "data"):
+        (tmp_path / name).symlink_to(REPO / name)
+    return tmp_path
+
+
+def job_counts(output: str) -> dict[str, int]:
+    table = output.split("Job stats:")[1].split("total")[0]
+    return {line.split()[0]: int(line.split()[1]) for line in table.splitlines() if line.strip()[:1].isalpha()
+            and line.split()[-1].isdigit() and line.split()[0] != "job"}  # fmt: skip
+
+
+def test_the_overlay_plans_four_cell_lines_every_model_and_the_genome_build(tmp_path):
+    run = snakemake(user_folder(tmp_path), "-s", str(REPO / "Snakefile"), "--configfile", str(OVERLAY), "-n")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    models = yaml.safe_load(OVERLAY.read_text())["models"]
+    pooled = [name for name, m in models.items() if m.get("pooled")]
+    counts = job_counts(run.stdout + run.stderr)
+    assert counts["targetfinder_genome"] == 1 and "index_genome" not in counts
+    assert counts["windows"] == counts["encode"] == len(CELLS)
+    assert counts["train"] == len(CELLS) * (len(models) - len(pooled)) and counts["train_pooled"] == len(pooled)
+    assert counts["evaluate"] == len(CELLS) * len(models) and counts["transfer"] == len(models) - len(pooled)
+    assert {m["attention"] for m in models.values()} == {"linear", "softmax"}
+    assert any(m.get("distance") for m in models.values()) and any(not m.get("distance") for m in models.values())
+
+
+def test_another_sheet_on_the_same_genome_runs_unchanged_as_one_more_configfile(tmp_path):
+    folder = user_folder(tmp_path)
+    sheet = tmp_path / "other_cells.tsv"
+    sheet.write_text("cell_line\tpairs\tgenome\nK562\tdata/targetfinder/IMR90.pairs.csv\thg19\n"
+                     "NHEK\tdata/targetfinder/HeLa-S3.pairs.csv\thg19\n")  # fmt: skip
+    (tmp_path / "other.yaml").write_text(yaml.safe_dump({"samples": str(sheet)}))
+    run = snakemake(folder, "-s", str(REPO / "Snakefile"), "--configfile", str(OVERLAY), str(tmp_path / "other.yaml"),
+                    "-n")  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    planned = run.stdout + run.stderr
+    assert "results/K562/windows.tsv" in planned and "results/NHEK/windows.tsv" in planned
+    assert "results/GM12878" not in planned
+    assert job_counts(planned)["windows"] == 2
+
+
+def test_a_short_real_data_training_runs_and_writes_metrics(tmp_path):
+    require_bedtools()
+    folder = user_folder(tmp_path)
+    # Small and short; the distance-aware entry shrinks with its sequence-only twin, as the config requires.
+    short = {"models": {"linear": {**TINY_MODEL, "distance": False}, "linear_distance": {**TINY_MODEL, "distance": True}},
+             "train": {"epochs": 2}, "evaluate": {"bootstrap": 20}}  # fmt: skip
+    (tmp_path / "short.yaml").write_text(yaml.safe_dump(short))
+    targets = [f"results/IMR90/{name}/metrics.json" for name in ("linear", "linear_distance", "distance")]
+    run = snakemake(folder, "-s", str(REPO / "Snakefile"), *targets, "--configfile", str(OVERLAY),
+                    str(tmp_path / "short.yaml"))  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    results = tmp_path / "results" / "IMR90"
+    report = json.loads((results / "windows_report.json").read_text())
+    assert report["pairs_in"] == 1683 and report["pairs_kept"] == 1683  # 200-bp windows: every base is real
+    assert report["splits"]["test"]["pairs"] > 100
+    log = pd.read_csv(results / "linear" / "train_log.tsv", sep="\t")
+    assert len(log) == 2 and log["val_auroc"].between(0, 1).all()
+    metrics = json.loads((results / "linear" / "metrics.json").read_text())
+    assert metrics["split_mode"] == "chromosome" and 0 <= metrics["auroc"] <= 1
+    test_ids = set(pd.read_csv(results / "linear" / "predictions.tsv", sep="\t")["pair_id"])
+    assert test_ids == set(pd.read_csv(results / "distance" / "predictions.tsv", sep="\t")["pair_id"])
+    windows = pd.read_csv(results / "windows.tsv", sep="\t")
+    assert set(windows.loc[windows["split"] == "test", "enhancer_chrom"]) <= {"chr8", "chr9"}
+    assert metrics["n_test"] == len(test_ids) == (windows["split"] == "test").sum()
+    aware = json.loads((results / "linear_distance" / "metrics.json").read_text())
+    assert aware["n_test"] == metrics["n_test"]
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_sample_sheet_lists_the_shipped_pairs(cell):
+    sheet = pd.read_csv(REPO / "config" / "targetfinder.tsv", sep="\t")
+    assert list(sheet.columns) == ["cell_line", "pairs", "genome"]
+    row = sheet.set_index("cell_line").loc[cell]
+    assert (REPO / row["pairs"]).exists() and row["genome"] == "hg19"
