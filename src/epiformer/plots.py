@@ -78,12 +78,12 @@ def plot_training(cell_line: str, model: str, train_log: str | Path, out_png: st
     loss_ax.plot(log["epoch"], log["val_loss"], marker="o", label="validation")
     metric_ax.plot(log["epoch"], log["val_auroc"], marker="o", label="validation AUROC")
     metric_ax.plot(log["epoch"], log["val_auprc"], marker="o", label="validation AUPRC")
-    loss_ax.set(xlabel="epoch", ylabel="binary cross-entropy", title=f"{cell_line} / {model}: loss")
-    metric_ax.set(xlabel="epoch", ylabel="score", ylim=(0, 1),
-                  title=f"{cell_line} / {model}: validation ({split_caption(split_mode)})")  # fmt: skip
+    loss_ax.set(xlabel="epoch", ylabel="binary cross-entropy", title="loss")
+    metric_ax.set(xlabel="epoch", ylabel="score", ylim=(0, 1), title=f"validation ({split_caption(split_mode)})")
     for ax in (loss_ax, metric_ax):
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3)
+    fig.suptitle(f"{model} trained on {cell_line}")
     fig.tight_layout()
     save_figure(fig, out_png)
 
@@ -173,7 +173,7 @@ def plot_comparison(summary_tsv: str | Path, out_png: str | Path) -> None:
             ax.grid(alpha=0.3, axis="x")
             ax.legend(fontsize=7, loc="best")
     fig.suptitle("Transformers (blue) against baselines (grey), held-out test pairs")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.99))  # keep the title clear of the first row's panel titles
     save_figure(fig, out_png)
 
 
