@@ -8,7 +8,7 @@ from pathlib import Path
 
 from epiformer.fileio import sha256_file
 
-PACKAGES = ("epiformer", "torch", "numpy", "pandas", "scikit-learn", "pyfaidx", "pybedtools", "safetensors")
+PACKAGES = ("epiformer", "torch", "numpy", "pandas", "scikit-learn", "pyfaidx", "pysam", "pybedtools", "safetensors")
 
 
 def package_versions() -> dict[str, str]:
