@@ -32,7 +32,7 @@ RANDOM_RUN := runs/random-split
 RANDOM_MODELS := linear softmax linear_pooled_distance distance kmer propensity
 RANDOM_CELLS := GM12878 HUVEC HeLa-S3 IMR90
 real-random: setup bedtools
-	mkdir -p $(RANDOM_RUN)
+	mkdir -p $(RANDOM_RUN) resources
 	for name in config data resources; do ln -sfn ../../$$name $(RANDOM_RUN)/$$name; done
 	cd $(RANDOM_RUN) && ../../$(BIN)/snakemake -s ../../Snakefile --cores $(CORES) \
 	  $(foreach cell,$(RANDOM_CELLS),$(foreach model,$(RANDOM_MODELS),results/$(cell)/$(model)/metrics.json)) \

@@ -14,8 +14,9 @@ train_config = TrainConfig(
     reverse_complement=snakemake.params.augment["reverse_complement"],
 )
 train_config.threads = max(1, snakemake.threads // train_config.devices)  # per process
+shards = snakemake.input.shards  # one folder, or a pooled model's list of them
 description = train_model(
-    snakemake.input.shards,
+    shards if isinstance(shards, str) else [str(folder) for folder in shards],
     ModelConfig(**snakemake.params.model),
     train_config,
     Path(snakemake.output.weights).parent,

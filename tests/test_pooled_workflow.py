@@ -62,7 +62,9 @@ def test_the_summary_shows_pooled_and_distance_models_beside_the_sequence_only_o
     models = summary[summary["kind"] == "transformer"]
     assert set(models["attention"]) == {"linear"} and len(models) == len(POOLED) * len(CELLS)
     pooled = models[models["model"] == "linear_pooled"]
-    assert pooled["parameters"].nunique() == 1  # one model for both cell lines
+    assert pooled["train_seconds"].nunique() == 1  # one training, reported for both cell lines
+    description = json.loads((pooled_run / "results" / "pooled" / "linear_pooled" / "model.json").read_text())
+    assert description["trained_on"] == [f"results/{cell}/shards" for cell in CELLS]
     assert {"auroc_diff_distance", "auroc_diff_distance_lo", "auroc_diff_distance_hi"} <= set(summary.columns)
 
 

@@ -282,6 +282,8 @@ def test_one_model_trains_on_several_cell_lines_with_their_distances(shard_dir, 
     log = pd.read_csv(tmp_path / "out" / "train_log.tsv", sep="\t")
     alone = len(load_split(shard_dir, "train"))
     assert len(log) == 1 and description["model"]["distance"] is True
+    assert description["trained_on"] == [str(shard_dir), str(shard_dir)]  # a folder given twice is two sources
+    assert load_split([shard_dir, shard_dir], "train").source.max() == 1
     model, _ = load_trained_model(tmp_path / "out")
     assert model.head[0].in_features == TINY_MODEL.d_model + 2
     # Twice the pairs: twice the tokens per epoch of the single folder's training.

@@ -57,7 +57,7 @@ def add_predict(commands) -> None:
     )
     required = parser.add_argument_group("required arguments")
     required.add_argument("--model", required=True, metavar="DIR",
-                          help="trained model folder, results/<cell>/<model> (model.json + model.safetensors)")
+                          help="trained model folder, results/<cell>/<model> or results/pooled/<model> (model.json + model.safetensors)")
     required.add_argument("--genome", required=True, metavar="FASTA",
                           help="genome FASTA of the pairs' build, plain or bgzip-compressed (.fai made if missing)")
     required.add_argument("--pairs", required=True, metavar="FILE",

@@ -47,7 +47,8 @@ def load_manifest(shard_dir: str | Path) -> dict:
         raise ShardError(f"{path} is missing: re-run the encode step for this cell line.")
     manifest = json.loads(path.read_text())
     if manifest.get("format_version") != FORMAT_VERSION:
-        raise ShardError(f"{path}: shard format {manifest.get('format_version')}, this epiformer reads {FORMAT_VERSION}.")
+        raise ShardError(f"{path}: shard format {manifest.get('format_version')}, this epiformer reads {FORMAT_VERSION}. "
+                         f"Re-encode: delete {Path(shard_dir)} (or `snakemake --forcerun encode`) and run again.")  # fmt: skip
     return manifest
 
 
@@ -70,7 +71,8 @@ def pooled_manifest(shard_dirs: list[str | Path]) -> dict:
 
     Every folder must hold windows of the same widths, flank and window settings; the
     result is the first manifest with the shard entries of all (paths relative to their
-    own folder, in `shard_dirs` order, with the folder in `dir`).
+    own folder, in `shard_dirs` order, with the folder in `dir` and its position in `source`),
+    and the folders in `sources`.
     """
     manifests = [load_manifest(shard_dir) for shard_dir in shard_dirs]
     first = manifests[0]
@@ -79,8 +81,10 @@ def pooled_manifest(shard_dirs: list[str | Path]) -> dict:
             if manifest.get(key) != first.get(key):
                 raise ShardError(f"{shard_dir}: {key} {manifest.get(key)} differs from {shard_dirs[0]} "
                                  f"({first.get(key)}); cell lines pooled into one model need the same windows.")  # fmt: skip
-    shards = [{**entry, "dir": str(shard_dir)} for shard_dir, m in zip(shard_dirs, manifests) for entry in m["shards"]]
-    return {**first, "shards": shards, "inputs": [m["inputs"] for m in manifests]}
+    shards = [{**entry, "dir": str(shard_dir), "source": source}
+              for source, (shard_dir, m) in enumerate(zip(shard_dirs, manifests)) for entry in m["shards"]]  # fmt: skip
+    return {**first, "shards": shards, "inputs": [m["inputs"] for m in manifests],
+            "sources": [str(shard_dir) for shard_dir in shard_dirs]}  # fmt: skip
 
 
 def shard_manifest(shard_dir: str | Path | list) -> dict:
@@ -108,9 +112,8 @@ class ShardSet:
         self.label = np.concatenate(labels)  # uint8 [N]
         self.pair_id = np.concatenate(ids)  # int64 [N]; pooled cell lines may repeat ids
         self.distance = np.concatenate(distances)  # int64 [N], -1 across chromosomes
-        folders = list(dict.fromkeys(str(entry.get("dir", shard_dir)) for entry in self.entries))
-        # int64 [N]: which folder (cell line, when pooled) each pair comes from, in `shard_dir` order
-        self.source = np.repeat([folders.index(str(entry.get("dir", shard_dir))) for entry in self.entries],
+        # int64 [N]: which folder (cell line, when pooled) each pair comes from, its position in `shard_dir`
+        self.source = np.repeat([entry.get("source", 0) for entry in self.entries],
                                 [entry["rows"] for entry in self.entries]).astype(np.int64)  # fmt: skip
         self.starts = np.cumsum([0] + [entry["rows"] for entry in self.entries])
         self._maps: list[dict[str, np.memmap]] | None = None

@@ -59,7 +59,8 @@ class ModelError(ValueError):
 def load_model_folder(model_dir: str | Path, device: torch.device | str = "cpu") -> tuple[EPITransformer, dict]:
     """The trained model and its `model.json`, or a ModelError that says which folder to give."""
     model_dir = Path(model_dir)
-    hint = "Give a trained model folder, results/<cell>/<model>, that holds model.json and model.safetensors."
+    hint = ("Give a trained model folder, results/<cell>/<model> (or results/pooled/<model>), that holds "
+            "model.json and model.safetensors.")
     if not model_dir.exists():
         raise ModelError(f"Model folder not found: {model_dir}. {hint}")
     if model_dir.is_file():

@@ -479,6 +479,7 @@ def write_outputs(outdir: Path, best, history, model_config, train_config, manif
         "widths": manifest["widths"],
         "windows": manifest.get("windows"),  # edge, N filter, trans: how `epiformer predict` places windows
         "split": manifest["split"],
+        "trained_on": manifest.get("sources"),  # the shard folders of a pooled model; None for one cell line
         "train": asdict(train_config),
         "best_epoch": best["epoch"],
         "best_val_auprc": best["auprc"],
@@ -508,7 +509,8 @@ def load_trained_model(model_dir: str | Path, device: torch.device | str = "cpu"
     model_dir = Path(model_dir)
     for name in ("model.json", "model.safetensors"):
         if not (model_dir / name).exists():
-            raise FileNotFoundError(f"{model_dir / name} is missing: point at a trained results/<cell>/<model> folder.")
+            raise FileNotFoundError(f"{model_dir / name} is missing: point at a trained results/<cell>/<model> "
+                                    "(or results/pooled/<model>) folder.")
     description = json.loads((model_dir / "model.json").read_text())
     model = EPITransformer(ModelConfig(**description["model"]))
     model.load_state_dict(load_file(str(model_dir / "model.safetensors")))

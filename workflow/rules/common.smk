@@ -61,7 +61,7 @@ for _name in MODELS:
         raise ValueError(
             f"models: {_name!r} is given the genomic distance, but no model has the same settings without it. "
             "Add that sequence-only twin (e.g. a copy of the entry with distance: false): a distance-aware "
-            "model is reported only beside the sequence-only model, to show what the sequence adds."
+            "model is reported only beside the sequence-only model, to show what the distance adds."
         )
 
 
