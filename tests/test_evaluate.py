@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import average_precision_score, f1_score, matthews_corrcoef, roc_auc_score
 
-from epiformer.evaluate import best_f1_threshold, compute_metrics
+from epiformer.evaluate import best_f1_threshold, compute_metrics, fast_average_precision, fast_roc_auc
 
 
 def scored(n, seed):
@@ -35,3 +35,18 @@ def test_best_f1_threshold_separates_perfect_scores():
 def test_bootstrap_is_seeded():
     test = scored(200, 2)
     assert compute_metrics(test, None, 100, seed=4) == compute_metrics(test, None, 100, seed=4)
+
+
+def test_fast_metrics_equal_scikit_learn_with_ties_and_duplicated_rows():
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        n = int(rng.integers(2, 300))
+        labels = rng.integers(0, 2, n)
+        if labels.sum() in (0, n):
+            continue
+        scores = np.round(rng.random(n) + 0.3 * labels, int(rng.integers(1, 4)))  # many ties
+        rows = rng.integers(0, n, n)  # a bootstrap resample: duplicated rows
+        if labels[rows].sum() in (0, n):
+            continue
+        for fast, reference in ((fast_roc_auc, roc_auc_score), (fast_average_precision, average_precision_score)):
+            assert fast(labels[rows], scores[rows]) == pytest.approx(reference(labels[rows], scores[rows]), abs=1e-12)

@@ -29,12 +29,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sklearn.metrics import average_precision_score, roc_auc_score
+from sklearn.metrics import roc_auc_score
 
-from epiformer.evaluate import paired_bootstrap_difference
+from epiformer.evaluate import fast_average_precision, fast_roc_auc, paired_bootstrap_difference
 from epiformer.fileio import atomic_write_text
 
-PAIRED_METRICS = {"auroc": roc_auc_score, "auprc": average_precision_score}
+# sklearn's values (tested equal), fast enough for models x baselines x 1000 resamples
+PAIRED_METRICS = {"auroc": fast_roc_auc, "auprc": fast_average_precision}
 
 
 @dataclass
