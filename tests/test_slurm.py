@@ -225,7 +225,8 @@ def prepare_work_folder(work: Path, config: dict) -> None:
         source = REPO / name
         (shutil.copytree if source.is_dir() else shutil.copy)(source, work / name)
     (work / "docs").mkdir()
-    shutil.copy(REPO / "docs" / "scaling_cpu.tsv", work / "docs")  # a workflow file the report rule reads    (work / "config").mkdir()
+    shutil.copy(REPO / "docs" / "scaling_cpu.tsv", work / "docs")  # a workflow file the report rule reads
+    (work / "config").mkdir()
     (work / "config" / "config.yaml").write_text(yaml.safe_dump(config))
     shutil.copy(REPO / "config" / "samples.tsv", work / "config" / "samples.tsv")
 
