@@ -34,14 +34,21 @@ def best_f1_threshold(labels: np.ndarray, scores: np.ndarray) -> float:
     return float(thresholds[int(np.argmax(f1[:-1]))])
 
 
-def bootstrap_interval(labels, scores, metric, resamples: int, seed: int) -> list[float]:
-    """Percentile 95% interval of `metric` over resamples that hold both classes."""
+def bootstrap_rows(labels: np.ndarray, resamples: int, seed: int):
+    """Row indices of each of `resamples` seeded draws with replacement, skipping draws that lack a class.
+
+    Every bootstrap here draws through this, so the same seed resamples the same pairs.
+    """
     rng = np.random.default_rng(seed)
-    values = []
     for _ in range(resamples):
         rows = rng.integers(0, len(labels), len(labels))
         if 0 < labels[rows].sum() < len(rows):
-            values.append(metric(labels[rows], scores[rows]))
+            yield rows
+
+
+def bootstrap_interval(labels, scores, metric, resamples: int, seed: int) -> list[float]:
+    """Percentile 95% interval of `metric` over resamples that hold both classes."""
+    values = [metric(labels[rows], scores[rows]) for rows in bootstrap_rows(labels, resamples, seed)]
     return [float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))] if values else [np.nan, np.nan]
 
 
@@ -73,19 +80,15 @@ def paired_bootstrap_difference(labels, scores_a, scores_b, metric, resamples: i
     """`metric(a) - metric(b)` on the same pairs, with a paired percentile 95% bootstrap interval.
 
     `labels`, `scores_a` and `scores_b` are [N] arrays over the same pairs in the same order.
-    Each resample draws N rows with replacement (the same draws `bootstrap_interval` makes with
-    this seed) and scores a and b on those same rows, so what the two share (pairs that are easy
+    Each resample draws N rows with replacement (`bootstrap_rows`: the draws `bootstrap_interval`
+    makes with this seed) and scores a and b on those same rows, so what the two share (pairs that are easy
     or hard for both) cancels in the difference; resamples that lack a class are skipped.
     Returns `difference` (on all N rows), `lo`, `hi` (nan when no resample held both classes)
     and `resamples_used`.
     """
     labels, scores_a, scores_b = np.asarray(labels), np.asarray(scores_a), np.asarray(scores_b)
-    rng = np.random.default_rng(seed)
-    values = []
-    for _ in range(resamples):
-        rows = rng.integers(0, len(labels), len(labels))
-        if 0 < labels[rows].sum() < len(rows):
-            values.append(metric(labels[rows], scores_a[rows]) - metric(labels[rows], scores_b[rows]))
+    values = [metric(labels[rows], scores_a[rows]) - metric(labels[rows], scores_b[rows])
+              for rows in bootstrap_rows(labels, resamples, seed)]  # fmt: skip
     low, high = (np.percentile(values, 2.5), np.percentile(values, 97.5)) if values else (np.nan, np.nan)
     return {"difference": float(metric(labels, scores_a) - metric(labels, scores_b)), "lo": float(low),
             "hi": float(high), "resamples_used": len(values)}  # fmt: skip
