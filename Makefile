@@ -77,12 +77,15 @@ bedtools:
 	  exit 1; \
 	fi
 
-# Python style (ruff), Snakefile formatting (snakefmt, check only: `$(BIN)/snakefmt Snakefile
-# workflow/rules` rewrites the files) and Snakemake's own lints. All three run; any failure fails.
+# Python style and formatting (ruff check, ruff format --check: `$(BIN)/ruff format src tests benchmarks scripts`
+# rewrites the files), Snakefile formatting (snakefmt, check only: `$(BIN)/snakefmt Snakefile
+# workflow/rules` rewrites the files) and Snakemake's own lints. All four run; any failure fails.
 lint: setup
 	@status=0; \
 	echo "ruff check src tests benchmarks scripts"; \
 	$(BIN)/ruff check src tests benchmarks scripts || status=1; \
+	echo "ruff format --check src tests benchmarks scripts"; \
+	$(BIN)/ruff format --check src tests benchmarks scripts || status=1; \
 	echo "snakefmt --check Snakefile workflow/rules/*.smk"; \
 	$(BIN)/snakefmt --check Snakefile workflow/rules/*.smk || status=1; \
 	echo "snakemake --lint"; \

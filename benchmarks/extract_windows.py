@@ -34,8 +34,9 @@ def write_random_genome(path: Path, chromosomes: int, length: int, rng: np.rando
 
 
 def via_bedtools(fasta: Path, bed: Path, width: int) -> np.ndarray:
-    out = subprocess.run(["bedtools", "getfasta", "-fi", str(fasta), "-bed", str(bed), "-tab"],
-                         check=True, capture_output=True).stdout  # fmt: skip
+    out = subprocess.run(
+        ["bedtools", "getfasta", "-fi", str(fasta), "-bed", str(bed), "-tab"], check=True, capture_output=True
+    ).stdout
     sequences = b"".join(line.split(b"\t", 1)[1] for line in out.splitlines())
     return CLEAN_TABLE[np.frombuffer(sequences, np.uint8)].reshape(-1, width)
 
@@ -90,7 +91,9 @@ def main() -> None:
     print(f"{'method':<30} {'seconds':>8} {'windows/s':>10} {'speed vs bedtools':>18} {'same bases':>11}")
     for name, (seconds, result) in timings.items():
         same = np.array_equal(result, reference[1])
-        print(f"{name:<30} {seconds:>8.3f} {args.windows / seconds:>10.0f} {reference[0] / seconds:>17.2f}x {same!s:>11}")
+        print(
+            f"{name:<30} {seconds:>8.3f} {args.windows / seconds:>10.0f} {reference[0] / seconds:>17.2f}x {same!s:>11}"
+        )
 
 
 if __name__ == "__main__":

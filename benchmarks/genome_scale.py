@@ -101,8 +101,10 @@ def main() -> None:
         sizes = {name: path.stat().st_size / 1e6 for name, path in (("plain", plain), ("bgzip", bgzip))}
         gzi = (folder / "hg19.fa.gz.gzi").stat().st_size / 1e6
     print(f"Genome: {args.sizes} ({sum(1 for _ in open(args.sizes))} chromosomes), contigs from {args.fragments}")
-    print(f"File size: plain {sizes['plain']:,.0f} MB, bgzip {sizes['bgzip']:,.1f} MB + .gzi {gzi:.2f} MB "
-          f"({sizes['bgzip'] / sizes['plain']:.4f}x)")  # fmt: skip
+    print(
+        f"File size: plain {sizes['plain']:,.0f} MB, bgzip {sizes['bgzip']:,.1f} MB + .gzi {gzi:.2f} MB "
+        f"({sizes['bgzip'] / sizes['plain']:.4f}x)"
+    )
     print(f"Pairs: {args.pairs}\n")
     print(f"{'step':<28} {'plain s':>9} {'peak MB':>9}   {'bgzip s':>9} {'peak MB':>9}   {'bgzip/plain time, memory'}")
     print(row("build bgzip genome", None, build))

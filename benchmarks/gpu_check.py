@@ -41,8 +41,10 @@ def default_config_throughput(compiled: bool, steps: int = 20, device: str = "cu
     model = EPITransformer(config).to(device)
     step_model = torch.compile(model) if compiled else model
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    inputs = [torch.nn.functional.one_hot(torch.randint(0, 4, (64, width), device=device), 4).float()
-              for width in (3000, 2000)]  # fmt: skip
+    inputs = [
+        torch.nn.functional.one_hot(torch.randint(0, 4, (64, width), device=device), 4).float()
+        for width in (3000, 2000)
+    ]
     labels = (torch.rand(64, device=device) < 0.25).float()
 
     def step() -> None:
@@ -73,26 +75,38 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     print(torch.__version__, torch.cuda.get_device_name(0), flush=True)
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_ops.py",
-                    "tests/test_model.py"], check=False)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_ops.py", "tests/test_model.py"],
+        check=False,
+    )
     table = scaling_table([1000, 5000, 20_000, 100_000], 100_000, 100_000, device="cuda")
     table.to_csv(out / "scaling_cuda.tsv", sep="\t", index=False)
     print("\n".join(summarise(table)), flush=True)
-    results = {"default_config_tokens_per_s": {mode: default_config_throughput(mode == "compiled")
-                                               for mode in ("eager", "compiled")}}  # fmt: skip
+    results = {
+        "default_config_tokens_per_s": {
+            mode: default_config_throughput(mode == "compiled") for mode in ("eager", "compiled")
+        }
+    }
     print(results, flush=True)
     for shard_dir in args.shards:
         for attention in ("linear", "softmax"):
             started = time.time()
             target = out / Path(shard_dir).parent.name / attention
-            description = train_model(shard_dir, ModelConfig(attention=attention, **DEMO_MODEL),
-                                      TrainConfig(epochs=args.epochs, device="cuda", threads=4),
-                                      target, out / "checkpoints" / target.parent.name / attention)  # fmt: skip
+            description = train_model(
+                shard_dir,
+                ModelConfig(attention=attention, **DEMO_MODEL),
+                TrainConfig(epochs=args.epochs, device="cuda", threads=4),
+                target,
+                out / "checkpoints" / target.parent.name / attention,
+            )
             model, _ = load_trained_model(target, "cuda")
             scores, labels, _ = predict_split(model, load_split(shard_dir, "test"), 256, torch.device("cuda"))
             results[f"{target.parent.name}/{attention}"] = {
-                "test_auroc": roc_auc_score(labels, scores), "wall_s": time.time() - started,
-                "tokens_per_s": description["tokens_per_s"], "device": description["device"]}  # fmt: skip
+                "test_auroc": roc_auc_score(labels, scores),
+                "wall_s": time.time() - started,
+                "tokens_per_s": description["tokens_per_s"],
+                "device": description["device"],
+            }
             print(results, flush=True)
     (out / "gpu_train.json").write_text(json.dumps(results, indent=2))
 

@@ -28,8 +28,9 @@ from epiformer.encode import FORMAT_VERSION, one_hot, pack_codes, pack_one_hot, 
 from epiformer.model import EPITransformer, ModelConfig
 
 WIDTHS, FLANK = {"enhancer": 256, "promoter": 224}, 8
-DEMO_MODEL = ModelConfig(attention="linear", d_model=64, n_layers=2, n_heads=4, d_ff=128, patch_size=4,
-                         kernel_size=12, dropout=0.0)  # fmt: skip
+DEMO_MODEL = ModelConfig(
+    attention="linear", d_model=64, n_layers=2, n_heads=4, d_ff=128, patch_size=4, kernel_size=12, dropout=0.0
+)
 
 
 def median_seconds(function, repeats: int = 5) -> float:
@@ -48,8 +49,10 @@ def encoding_versus_memcpy(megabytes: int = 64) -> None:
     copy = median_seconds(lambda: np.copyto(target, codes))
     table = median_seconds(lambda: pack_codes(rows), repeats=3)
     naive = median_seconds(lambda: pack_one_hot(one_hot(rows)), repeats=3)
-    print(f"(a) memory copy {megabytes / copy:,.0f} MB/s; encoding (pair-table lookup) {megabytes / table:,.0f} MB/s "
-          f"of sequence = {copy / table:.1%} of memory-copy speed (one-hot then packbits: {copy / naive:.1%})")  # fmt: skip
+    print(
+        f"(a) memory copy {megabytes / copy:,.0f} MB/s; encoding (pair-table lookup) {megabytes / table:,.0f} MB/s "
+        f"of sequence = {copy / table:.1%} of memory-copy speed (one-hot then packbits: {copy / naive:.1%})"
+    )
 
 
 def write_random_shards(folder: Path, shards: int, rows: int) -> None:
@@ -57,16 +60,31 @@ def write_random_shards(folder: Path, shards: int, rows: int) -> None:
     lengths = {e: w + 2 * FLANK for e, w in WIDTHS.items()}
     entries = []
     for number in range(shards):
-        tensors = {e: pack_one_hot(one_hot(np.frombuffer(b"ACGT", np.uint8)[rng.integers(0, 4, (rows, n))]))
-                   for e, n in lengths.items()}  # fmt: skip
+        tensors = {
+            e: pack_one_hot(one_hot(np.frombuffer(b"ACGT", np.uint8)[rng.integers(0, 4, (rows, n))]))
+            for e, n in lengths.items()
+        }
         tensors["label"] = (rng.random(rows) < 0.25).astype(np.uint8)
         tensors["pair_id"] = np.arange(number * rows, (number + 1) * rows, dtype=np.int64)
         relative = f"train/shard-{number:05d}.safetensors"
         (folder / "train").mkdir(parents=True, exist_ok=True)
-        entries.append({"path": relative, "split": "train", "rows": rows, "positives": int(tensors["label"].sum()),
-                        "sha256": write_shard(folder / relative, tensors)})  # fmt: skip
-    manifest = {"format_version": FORMAT_VERSION, "widths": WIDTHS, "flank": FLANK, "lengths": lengths,
-                "split": {"mode": "chromosome", "leak_prone": False}, "shards": entries}  # fmt: skip
+        entries.append(
+            {
+                "path": relative,
+                "split": "train",
+                "rows": rows,
+                "positives": int(tensors["label"].sum()),
+                "sha256": write_shard(folder / relative, tensors),
+            }
+        )
+    manifest = {
+        "format_version": FORMAT_VERSION,
+        "widths": WIDTHS,
+        "flank": FLANK,
+        "lengths": lengths,
+        "split": {"mode": "chromosome", "leak_prone": False},
+        "shards": entries,
+    }
     (folder / "manifest.json").write_text(json.dumps(manifest))
 
 
@@ -84,8 +102,9 @@ def training_pairs_per_second(shards, steps: int = 30) -> float:
     batches = [PairBatches(shards, 32, shuffle=True, seed=0, epoch=1)[i] for i in range(steps)]
     started = time.perf_counter()
     for batch in batches:
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(model(batch["enhancer"], batch["promoter"]),
-                                                                    batch["label"])  # fmt: skip
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(
+            model(batch["enhancer"], batch["promoter"]), batch["label"]
+        )
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -115,12 +134,16 @@ def main() -> None:
         shards = load_split(Path(folder) / "a", "train")
         loader = {w: epoch_pairs_per_second(shards, w) for w in (0, 2)}
         training = training_pairs_per_second(shards)
-        print(f"(b) loader {loader[0]:,.0f} pairs/s in process, {loader[2]:,.0f} with 2 workers; training consumes "
-              f"{training:,.0f} pairs/s; loader / training = {loader[0] / training:.1f}x")  # fmt: skip
+        print(
+            f"(b) loader {loader[0]:,.0f} pairs/s in process, {loader[2]:,.0f} with 2 workers; training consumes "
+            f"{training:,.0f} pairs/s; loader / training = {loader[0] / training:.1f}x"
+        )
         write_random_shards(Path(folder) / "b", shards=64, rows=1024)
         small, large = loader_memory(Path(folder) / "a"), loader_memory(Path(folder) / "b")
-        print(f"(c) loader RssAnon after a full pass: {small:,.0f} MB with 8 shards, {large:,.0f} MB with 64 shards "
-              f"(x{large / small:.2f} for 8x the data)")  # fmt: skip
+        print(
+            f"(c) loader RssAnon after a full pass: {small:,.0f} MB with 8 shards, {large:,.0f} MB with 64 shards "
+            f"(x{large / small:.2f} for 8x the data)"
+        )
 
 
 if __name__ == "__main__":

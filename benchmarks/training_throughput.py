@@ -28,11 +28,19 @@ from epiformer.model import EPITransformer, ModelConfig
 
 CONFIGS = {
     "demo (256+224 bp, d_model 64, d_ff 128, patch 4, batch 32)": (
-        256, 224, 32, dict(d_model=64, n_layers=2, n_heads=4, d_ff=128, patch_size=4, kernel_size=12)),
+        256,
+        224,
+        32,
+        dict(d_model=64, n_layers=2, n_heads=4, d_ff=128, patch_size=4, kernel_size=12),
+    ),
     "default (3000+2000 bp, ModelConfig defaults: d_model 128, 4 layers, patch 10, batch 64)": (3000, 2000, 64, {}),
     "one token per base (3000+2000 bp, d_model 64, d_ff 256, patch 1, batch 16)": (
-        3000, 2000, 16, dict(d_model=64, n_layers=2, n_heads=4, d_ff=256, patch_size=1, kernel_size=1)),
-}  # fmt: skip
+        3000,
+        2000,
+        16,
+        dict(d_model=64, n_layers=2, n_heads=4, d_ff=256, patch_size=1, kernel_size=1),
+    ),
+}
 
 
 def matmul_flops_per_second(size: int = 1024, repeats: int = 10) -> float:
@@ -50,8 +58,11 @@ def step_flops(config: ModelConfig, tokens: int, bases: int, batch: int) -> floa
     head_dim = d // heads
     per_token_per_layer = 2 * (4 * d * d + 2 * d * config.d_ff)  # q, k, v, out projections and feed-forward
     per_token_per_layer += 2 * 2 * d * (head_dim + 1)  # phi(k)^T [v 1] and phi(q) kv, per head
-    forward = batch * (tokens * config.n_layers * per_token_per_layer + 2 * bases / config.patch_size * 4 *
-                       config.kernel_size * d + 2 * d * d)  # fmt: skip
+    forward = batch * (
+        tokens * config.n_layers * per_token_per_layer
+        + 2 * bases / config.patch_size * 4 * config.kernel_size * d
+        + 2 * d * d
+    )
     return 3 * forward
 
 
@@ -66,8 +77,10 @@ class Variant:
         self.optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
         self.model = torch.compile(model) if compiled else model
         generator = torch.Generator().manual_seed(0)
-        self.inputs = [torch.nn.functional.one_hot(torch.randint(0, 4, (batch, w), generator=generator), 4).float()
-                       for w in (enhancer_width, promoter_width)]  # fmt: skip
+        self.inputs = [
+            torch.nn.functional.one_hot(torch.randint(0, 4, (batch, w), generator=generator), 4).float()
+            for w in (enhancer_width, promoter_width)
+        ]
         self.labels = (torch.rand(batch, generator=generator) < 0.25).float()
         self.tokens = batch * sum(-(-w // self.config.patch_size) for w in (enhancer_width, promoter_width))
         self.flops = step_flops(self.config, self.tokens // batch, enhancer_width + promoter_width, batch)
@@ -100,12 +113,16 @@ def main() -> None:
             variant.seconds.append(seconds)
             variant.ratios.append(variant.flops / seconds / peak)
             peaks.append(peak)
-    print(f"{args.threads} thread(s), linear attention (M7), median of {args.rounds} rounds; "
-          f"fp32 matmul rate {statistics.median(peaks) / 1e9:.0f} GFLOP/s")  # fmt: skip
+    print(
+        f"{args.threads} thread(s), linear attention (M7), median of {args.rounds} rounds; "
+        f"fp32 matmul rate {statistics.median(peaks) / 1e9:.0f} GFLOP/s"
+    )
     for variant in variants:
         seconds = statistics.median(variant.seconds)
-        print(f"{variant.name}: {variant.tokens / seconds:,.0f} tokens/s, {variant.flops / seconds / 1e9:.1f} "
-              f"GFLOP/s = {statistics.median(variant.ratios):.0%} of the matmul rate")  # fmt: skip
+        print(
+            f"{variant.name}: {variant.tokens / seconds:,.0f} tokens/s, {variant.flops / seconds / 1e9:.1f} "
+            f"GFLOP/s = {statistics.median(variant.ratios):.0%} of the matmul rate"
+        )
 
 
 if __name__ == "__main__":

@@ -15,5 +15,10 @@ metrics = run_baseline(
     resamples=snakemake.params.bootstrap,
     seed=snakemake.params.seed,
 )
-log.info("%s baseline: test AUROC %.4f, AUPRC %.4f on %d pairs", snakemake.wildcards.baseline, metrics["auroc"],
-         metrics["auprc"], metrics["n_test"])  # fmt: skip
+log.info(
+    "%s baseline: test AUROC %.4f, AUPRC %.4f on %d pairs",
+    snakemake.wildcards.baseline,
+    metrics["auroc"],
+    metrics["auprc"],
+    metrics["n_test"],
+)

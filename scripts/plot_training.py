@@ -8,4 +8,6 @@ from epiformer.runlog import setup_logging
 
 setup_logging(snakemake.log[0])
 split_mode = json.loads(Path(snakemake.input.description).read_text())["split"]["mode"]
-plot_training(snakemake.params.trained_on, snakemake.wildcards.model, snakemake.input.log_table, snakemake.output.png, split_mode)
+plot_training(
+    snakemake.params.trained_on, snakemake.wildcards.model, snakemake.input.log_table, snakemake.output.png, split_mode
+)

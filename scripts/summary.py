@@ -13,7 +13,9 @@ results = [
         predictions=predictions,
         truth=entry["truth"] or None,
     )
-    for entry, metrics, predictions in zip(snakemake.params.results, snakemake.input.metrics, snakemake.input.predictions)
+    for entry, metrics, predictions in zip(
+        snakemake.params.results, snakemake.input.metrics, snakemake.input.predictions
+    )
 ]
 table = write_summary(
     results,

@@ -82,8 +82,9 @@ def workdir(tmp_path_factory):
 
 
 def snakemake(workdir: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([*SNAKEMAKE, "--cores", "2", *args], cwd=workdir, capture_output=True, text=True,
-                          timeout=timeout)  # fmt: skip
+    return subprocess.run(
+        [*SNAKEMAKE, "--cores", "2", *args], cwd=workdir, capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.fixture(scope="session")

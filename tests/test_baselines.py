@@ -37,15 +37,28 @@ def make_run(demo, cell, split, out, widths=(64, 48), flank=4):
     windows = assign_splits(windows, split)
     out.mkdir(parents=True, exist_ok=True)
     windows.to_csv(out / "windows.tsv", sep="\t", index=False)
-    encode_shards(windows, demo["genome"], out / "shards", flank=flank, shard_size=64,
-                  split_report={"split_mode": split.mode, "leak_prone": split.leak_prone})  # fmt: skip
+    encode_shards(
+        windows,
+        demo["genome"],
+        out / "shards",
+        flank=flank,
+        shard_size=64,
+        split_report={"split_mode": split.mode, "leak_prone": split.leak_prone},
+    )
     return out
 
 
 def run(folder, name, **options):
     out = folder / name
-    metrics = run_baseline(name, folder / "windows.tsv", folder / "shards", out / "predictions.tsv",
-                           out / "metrics.json", resamples=50, **options)  # fmt: skip
+    metrics = run_baseline(
+        name,
+        folder / "windows.tsv",
+        folder / "shards",
+        out / "predictions.tsv",
+        out / "metrics.json",
+        resamples=50,
+        **options,
+    )
     return metrics, pd.read_csv(out / "predictions.tsv", sep="\t")
 
 
@@ -78,10 +91,19 @@ def test_kmer_features_are_those_of_the_centred_windows_in_windows_tsv(tiny_demo
     genome = Genome(tiny_demo["genome"])
     rows = windows.loc[shards.pair_id]
     expected = [
-        kmer_frequencies(base_codes(one_hot([genome.fetch(c, s, e) for c, s, e in
-                                             zip(rows[f"{el}_chrom"], rows[f"{el}_start"], rows[f"{el}_end"])])), 3)
+        kmer_frequencies(
+            base_codes(
+                one_hot(
+                    [
+                        genome.fetch(c, s, e)
+                        for c, s, e in zip(rows[f"{el}_chrom"], rows[f"{el}_start"], rows[f"{el}_end"])
+                    ]
+                )
+            ),
+            3,
+        )
         for el in ("enhancer", "promoter")
-    ]  # fmt: skip
+    ]
     np.testing.assert_allclose(features, np.hstack(expected))
 
 
@@ -155,8 +177,10 @@ def full_runs(full_demo, tmp_path_factory):
     """The default demo's demo_a at the workflow's default windows, split by chromosome and at random."""
     root = tmp_path_factory.mktemp("full")
     chromosome = SplitSpec(val_chromosomes=("chr5",), test_chromosomes=("chr6",))
-    return {split.mode: make_run(full_demo, "demo_a", split, root / split.mode, (256, 224), 8)
-            for split in (chromosome, SplitSpec(mode="random"))}  # fmt: skip
+    return {
+        split.mode: make_run(full_demo, "demo_a", split, root / split.mode, (256, 224), 8)
+        for split in (chromosome, SplitSpec(mode="random"))
+    }
 
 
 def test_propensity_is_chance_across_chromosomes_but_not_on_a_random_split(full_runs):
@@ -179,19 +203,27 @@ def test_kmer_beats_chance_and_distance_but_not_the_motif_pair_oracle(full_demo,
 def test_the_rule_runs_the_package_with_the_config_values(tiny_run, tmp_path):
     """The `baseline` rule and its script, run by Snakemake on windows.tsv and shards as the workflow lays them out."""
     shutil.copytree(tiny_run, tmp_path / "results" / "tiny", ignore=shutil.ignore_patterns(*BASELINES))
-    (tmp_path / "Snakefile").write_text(f'configfile: "{REPO}/config/config.yaml"\n'
-                                        'config["evaluate"]["bootstrap"] = 50\n'
-                                        f'include: "{REPO}/workflow/rules/baselines.smk"\n')  # fmt: skip
+    (tmp_path / "Snakefile").write_text(
+        f'configfile: "{REPO}/config/config.yaml"\n'
+        'config["evaluate"]["bootstrap"] = 50\n'
+        f'include: "{REPO}/workflow/rules/baselines.smk"\n'
+    )
     targets = [f"results/tiny/{name}/metrics.json" for name in BASELINES]
-    done = subprocess.run([*SNAKEMAKE, "--cores", "1", *targets], cwd=tmp_path, check=False, capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
+    done = subprocess.run(
+        [*SNAKEMAKE, "--cores", "1", *targets], cwd=tmp_path, check=False, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     for name in BASELINES:
         assert "test AUROC" in (tmp_path / "logs" / "tiny" / name / "baseline.log").read_text()
         written = json.loads((tmp_path / "results" / "tiny" / name / "metrics.json").read_text())
-        again, _ = run(tiny_run, name, kmer_size=config["baselines"]["kmer_size"],
-                       pseudo_pairs=config["baselines"]["pseudo_pairs"], seed=config["evaluate"]["seed"])  # fmt: skip
+        again, _ = run(
+            tiny_run,
+            name,
+            kmer_size=config["baselines"]["kmer_size"],
+            pseudo_pairs=config["baselines"]["pseudo_pairs"],
+            seed=config["evaluate"]["seed"],
+        )
         assert written["baseline"] == again["baseline"]  # name, k, smoothing, chosen C, feature count
         assert written["auroc"] == pytest.approx(again["auroc"], abs=1e-6)
         assert written["auroc_ci95"] == pytest.approx(again["auroc_ci95"], abs=1e-6)

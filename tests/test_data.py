@@ -90,8 +90,12 @@ def test_reverse_complement_augmentation_with_probability_one_flips_every_elemen
     half = PairBatches(data, 47, shuffle=True, seed=1, epoch=1, reverse_complement_prob=0.5)[0]
     flipped = {}
     for element in ("enhancer", "promoter"):
-        rows = [Genome(path).fetch(*[windows.set_index("pair_id").loc[int(i), f"{element}_{c}"] for c in
-                                     ("chrom", "start", "end")]) for i in half["pair_id"]]  # fmt: skip
+        rows = [
+            Genome(path).fetch(
+                *[windows.set_index("pair_id").loc[int(i), f"{element}_{c}"] for c in ("chrom", "start", "end")]
+            )
+            for i in half["pair_id"]
+        ]
         forward = torch.from_numpy(one_hot(rows)).float()
         flipped[element] = (half[element] != forward).flatten(1).any(dim=1)
     assert 0 < flipped["enhancer"].sum() < 47 and not torch.equal(flipped["enhancer"], flipped["promoter"])

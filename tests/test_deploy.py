@@ -54,8 +54,9 @@ def make_user_folder(folder: Path, deployment: str, config: dict, workflow: Path
 
 def run(folder: Path, deployment: str, *args: str, workflow: Path = REPO) -> subprocess.CompletedProcess:
     snakefile = ["-s", str(workflow / "Snakefile")] if deployment == "snakefile" else []
-    return subprocess.run([*SNAKEMAKE, *snakefile, "--cores", "1", *args], cwd=folder, capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
+    return subprocess.run(
+        [*SNAKEMAKE, *snakefile, "--cores", "1", *args], cwd=folder, capture_output=True, text=True, timeout=300
+    )
 
 
 def job_counts(dry_run_output: str) -> dict[str, int]:
@@ -76,8 +77,19 @@ def test_dry_run_of_all_plans_every_stage_from_a_user_folder(tmp_path, deploymen
     output = dry.stdout + dry.stderr
     assert "Error" not in output and "Exception" not in output
     counts = job_counts(dry.stdout)
-    expected = {"demo_data": 1, "index_genome": 1, "windows": 2, "encode": 2, "train": 4, "evaluate": 4,
-                "baseline": 6, "transfer": 2, "plot_scaling_reference": 1, "summary": 1, "all": 1}  # fmt: skip
+    expected = {
+        "demo_data": 1,
+        "index_genome": 1,
+        "windows": 2,
+        "encode": 2,
+        "train": 4,
+        "evaluate": 4,
+        "baseline": 6,
+        "transfer": 2,
+        "plot_scaling_reference": 1,
+        "summary": 1,
+        "all": 1,
+    }
     assert {rule: counts.get(rule) for rule in expected} == expected
     # The reference table is the checkout's, not one looked up in the user's folder.
     assert f"{REPO}/workflow/rules/../../docs/scaling_cpu.tsv" in dry.stdout
@@ -93,8 +105,12 @@ def test_built_in_demo_runs_from_a_user_folder_and_writes_only_there(tmp_path, d
     assert done.returncode == 0, done.stderr[-3000:]
     genome = folder / "resources" / "demo" / "genome.fa"
     assert genome.read_text().count(">") == TINY_DEMO.n_chromosomes  # made from the user's config
-    outputs = ["results/demo_a/windows.tsv", "results/demo_a/split_audit.tsv", "results/plots/scaling_reference.png",
-               "resources/demo/genome.fa.fai"]  # fmt: skip
+    outputs = [
+        "results/demo_a/windows.tsv",
+        "results/demo_a/split_audit.tsv",
+        "results/plots/scaling_reference.png",
+        "resources/demo/genome.fa.fai",
+    ]
     logs = ["logs/demo/demo_data.log", "logs/demo_a/windows.log", "logs/plot_scaling_reference.log"]
     for name in outputs + logs:
         assert (folder / name).exists() and not written_during(REPO / name, start), name
@@ -129,8 +145,16 @@ def test_absolute_genome_path_is_indexed_with_its_log_beside_the_index(tmp_path,
     assert not (folder / "logs" / "index_genome").exists() and not (folder / "resources").exists()
 
 
-WORKFLOW_FILES = ("Snakefile", "workflow", "scripts", "envs", "docs", "pyproject.toml", "src/epiformer/demo.py",
-                  "src/epiformer/motifs.py")  # fmt: skip
+WORKFLOW_FILES = (
+    "Snakefile",
+    "workflow",
+    "scripts",
+    "envs",
+    "docs",
+    "pyproject.toml",
+    "src/epiformer/demo.py",
+    "src/epiformer/motifs.py",
+)
 
 
 @pytest.mark.parametrize("deployment", DEPLOYMENTS)

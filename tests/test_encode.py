@@ -28,8 +28,17 @@ def test_packing_is_numpy_packbits_big_endian_and_round_trips():
 
 
 def windows_frame(rows, split="train"):
-    frame = pd.DataFrame(rows, columns=["enhancer_chrom", "enhancer_start", "enhancer_end",
-                                        "promoter_chrom", "promoter_start", "promoter_end"])  # fmt: skip
+    frame = pd.DataFrame(
+        rows,
+        columns=[
+            "enhancer_chrom",
+            "enhancer_start",
+            "enhancer_end",
+            "promoter_chrom",
+            "promoter_start",
+            "promoter_end",
+        ],
+    )
     frame.insert(0, "pair_id", range(len(frame)))
     frame.insert(1, "label", [i % 2 for i in range(len(frame))])
     frame.insert(2, "split", split)
@@ -41,7 +50,17 @@ def windows_frame(rows, split="train"):
 @pytest.fixture
 def shards(small_fasta, tmp_path):
     path, _ = small_fasta
-    rows = [("chrA", s, s + 20, "chrB", 280 - s, 296 - s, ) for s in range(0, 480, 40)]
+    rows = [
+        (
+            "chrA",
+            s,
+            s + 20,
+            "chrB",
+            280 - s,
+            296 - s,
+        )
+        for s in range(0, 480, 40)
+    ]
     windows = windows_frame(rows)
     windows.loc[windows.index[-3:], "split"] = "test"
     manifest = encode_shards(windows, path, tmp_path / "shards", flank=3, shard_size=4)
@@ -113,8 +132,11 @@ def test_killed_encode_leaves_no_manifest_and_a_rerun_matches_an_uninterrupted_r
     path, windows, manifest, _ = shards
     windows.to_csv(tmp_path / "windows.tsv", sep="\t", index=False)
     target = tmp_path / "killed"
-    run = subprocess.run([sys.executable, "-c", KILLED_ENCODE, str(tmp_path / "windows.tsv"), str(path), str(target)],
-                         capture_output=True, text=True)  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-c", KILLED_ENCODE, str(tmp_path / "windows.tsv"), str(path), str(target)],
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == -9, run.stderr
     assert not (target / "manifest.json").exists() and len(list(target.glob("*/shard-*"))) == 2
     rerun = encode_shards(windows, path, target, flank=3, shard_size=4)

@@ -54,7 +54,8 @@ def expected_chromosomes(contigs) -> dict[str, str]:
 
 def write_inputs(folder: Path, contigs, compress: bool = True) -> tuple[Path, Path]:
     records = "".join(
-        f">{chrom}:{start + 1}-{start + len(bases)}\n" + "".join(bases[i : i + 60] + "\n" for i in range(0, len(bases), 60))
+        f">{chrom}:{start + 1}-{start + len(bases)}\n"
+        + "".join(bases[i : i + 60] + "\n" for i in range(0, len(bases), 60))
         for chrom, start, bases in contigs
     )
     fragments = folder / ("fragments.fa.gz" if compress else "fragments.fa")
@@ -109,8 +110,12 @@ def test_bedtools_getfasta_on_the_decompressed_genome_returns_every_contig(built
     plain.write_bytes(gzip.decompress(output.read_bytes()))
     bed = tmp_path / "contigs.bed"
     bed.write_text("".join(f"{chrom}\t{start}\t{start + len(bases)}\n" for chrom, start, bases in contigs))
-    out = subprocess.run(["bedtools", "getfasta", "-fi", str(plain), "-bed", str(bed), "-tab"],
-                         check=True, capture_output=True, text=True).stdout.splitlines()  # fmt: skip
+    out = subprocess.run(
+        ["bedtools", "getfasta", "-fi", str(plain), "-bed", str(bed), "-tab"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.splitlines()
     # Case aside: the lowercase overlapping contig takes its overlap from the contig placed first.
     assert [line.split("\t")[1].upper() for line in out] == [bases.upper() for _, _, bases in contigs]
     with Genome(output) as genome:  # the package reads it without re-indexing
@@ -126,7 +131,10 @@ def test_plain_fragments_build_the_same_genome(built, tmp_path):
 
 
 BAD_FRAGMENTS = {
-    "unknown chromosome": (">chr1:1-4\nACGT\n>chrZ:1-4\nACGT\n", r"fragments\.fa, line 3: .*'chrZ'.*not in .*chrom\.sizes"),
+    "unknown chromosome": (
+        ">chr1:1-4\nACGT\n>chrZ:1-4\nACGT\n",
+        r"fragments\.fa, line 3: .*'chrZ'.*not in .*chrom\.sizes",
+    ),
     "chr prefix": (">3:1-4\nACGT\n", r"line 1: .*'3'.*The sizes name it 'chr3': only the `chr` prefix differs"),
     "past the end": (">chr3:60-63\nACGT\n", r"line 1: .*ends at 63, past the end of chr3 \(61 bp"),
     "malformed header": (">chr1_1_4\nACGT\n", r"line 1: header 'chr1_1_4' is not `>chrom:START-END`"),
@@ -163,9 +171,13 @@ def test_truncated_gzip_fragments_are_refused_naming_the_file(tmp_path):
 
 @pytest.mark.parametrize(
     "sizes_text, message",
-    [("chr1 100\n", r"line 1: 'chr1 100' is not `name<TAB>length`"), ("chr1\t100\nchr1\t5\n", r"line 2: .*twice"),
-     ("chr1\t0\n", r"line 1: .*positive length"), ("# nothing\n", r"lists no chromosomes")],
-)  # fmt: skip
+    [
+        ("chr1 100\n", r"line 1: 'chr1 100' is not `name<TAB>length`"),
+        ("chr1\t100\nchr1\t5\n", r"line 2: .*twice"),
+        ("chr1\t0\n", r"line 1: .*positive length"),
+        ("# nothing\n", r"lists no chromosomes"),
+    ],
+)
 def test_bad_sizes_are_refused_naming_file_and_line(sizes_text, message, tmp_path):
     fragments = tmp_path / "fragments.fa"
     fragments.write_text(">chr1:1-4\nACGT\n")
@@ -211,8 +223,13 @@ def real_genome(tmp_path_factory) -> tuple[Path, str]:
     config = yaml.safe_load((work / "config" / "config.yaml").read_text())
     config["genomes"]["hg19"] = "resources/targetfinder/hg19.fa.gz"  # so index_genome matches its .fai too
     (work / "config" / "config.yaml").write_text(yaml.safe_dump(config))
-    run = subprocess.run([*SNAKEMAKE, "--cores", "1", "resources/targetfinder/hg19.fa.gz.fai"], cwd=work,
-                         capture_output=True, text=True, timeout=600)  # fmt: skip
+    run = subprocess.run(
+        [*SNAKEMAKE, "--cores", "1", "resources/targetfinder/hg19.fa.gz.fai"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr[-5000:]
     return work / "resources" / "targetfinder" / "hg19.fa.gz", run.stderr
 
@@ -221,8 +238,13 @@ def test_rule_builds_the_real_genome_with_its_indexes_instead_of_index_genome(re
     output, stderr = real_genome
     assert "rule targetfinder_genome:" in stderr and "index_genome" not in stderr
     assert fai_path(output).exists() and gzi_path(output).exists()
-    again = subprocess.run([*SNAKEMAKE, "--cores", "1", "-n", str(fai_path(output).relative_to(output.parents[2]))],
-                           cwd=output.parents[2], capture_output=True, text=True, timeout=600)  # fmt: skip
+    again = subprocess.run(
+        [*SNAKEMAKE, "--cores", "1", "-n", str(fai_path(output).relative_to(output.parents[2]))],
+        cwd=output.parents[2],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
 
 
@@ -234,8 +256,14 @@ def test_real_targetfinder_genome_has_true_lengths_and_its_contigs(real_genome):
     records = read_fasta_records(fragments)
     names = list(records)
     assert len(names) == 23_291
-    chosen = {names[0], names[-1], max(names, key=lambda n: len(records[n])), min(names, key=lambda n: len(records[n])),
-              next(n for n in names if n.startswith("chrX:")), names[len(names) // 2]}  # fmt: skip
+    chosen = {
+        names[0],
+        names[-1],
+        max(names, key=lambda n: len(records[n])),
+        min(names, key=lambda n: len(records[n])),
+        next(n for n in names if n.startswith("chrX:")),
+        names[len(names) // 2],
+    }
     with Genome(output) as genome:
         assert list(genome.sizes.items()) == list(true_sizes.items())
         for name in chosen:

@@ -38,8 +38,9 @@ def test_fetch_matches_bedtools_getfasta(small_fasta, tmp_path):
     intervals = [("chrA", 0, 17), ("chrA", 100, 260), ("chrB", 33, 299), ("chrB", 299, 300)]
     bed = tmp_path / "x.bed"
     bed.write_text("".join(f"{c}\t{s}\t{e}\n" for c, s, e in intervals))
-    out = subprocess.run(["bedtools", "getfasta", "-fi", str(path), "-bed", str(bed), "-tab"],
-                         check=True, capture_output=True, text=True).stdout.splitlines()  # fmt: skip
+    out = subprocess.run(
+        ["bedtools", "getfasta", "-fi", str(path), "-bed", str(bed), "-tab"], check=True, capture_output=True, text=True
+    ).stdout.splitlines()
     for (chrom, start, end), line in zip(intervals, out):
         assert genome.fetch(chrom, start, end).decode() == clean(line.split("\t")[1])
 
@@ -58,8 +59,12 @@ def bgzip(path, out):
 def getfasta(fasta, intervals, tmp_path) -> list[str]:
     bed = tmp_path / "getfasta.bed"
     bed.write_text("".join(f"{c}\t{s}\t{e}\n" for c, s, e in intervals))
-    out = subprocess.run(["bedtools", "getfasta", "-fi", str(fasta), "-bed", str(bed), "-tab"],
-                         check=True, capture_output=True, text=True).stdout.splitlines()  # fmt: skip
+    out = subprocess.run(
+        ["bedtools", "getfasta", "-fi", str(fasta), "-bed", str(bed), "-tab"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.splitlines()
     return [clean(line.split("\t")[1]) for line in out]
 
 
@@ -117,8 +122,10 @@ def test_windows_from_a_bgzip_genome_equal_those_of_the_plain_genome(tmp_path):
     for name, genome_path in (("plain", path), ("bgzip", compressed)):
         with Genome(genome_path) as genome:
             windows, report = make_windows(read_pairs(pairs), genome.sizes, WindowSpec(64, 48), genome)
-            codes = {e: genome.fetch_many(windows[f"{e}_chrom"].tolist(), windows[f"{e}_start"], windows[f"{e}_end"])
-                     for e in ("enhancer", "promoter")}  # fmt: skip
+            codes = {
+                e: genome.fetch_many(windows[f"{e}_chrom"].tolist(), windows[f"{e}_start"], windows[f"{e}_end"])
+                for e in ("enhancer", "promoter")
+            }
             results[name] = windows, dict(report.dropped), codes
     (windows, dropped, codes), (packed_windows, packed_dropped, packed_codes) = results["plain"], results["bgzip"]
     pd.testing.assert_frame_equal(windows, packed_windows)

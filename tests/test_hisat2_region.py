@@ -39,8 +39,10 @@ def clean(seq: str) -> str:
 def chr22(tmp_path_factory):
     """(bgzip genome, the same genome plain, the hisat2 sequence of REGION)."""
     if not HISAT2_REFERENCE.exists():
-        pytest.fail(f"{HISAT2_REFERENCE} is missing; Debian's hisat2 package ships it: `{INSTALL}` "
-                    "(make test runs it when run as root)")  # fmt: skip
+        pytest.fail(
+            f"{HISAT2_REFERENCE} is missing; Debian's hisat2 package ships it: `{INSTALL}` "
+            "(make test runs it when run as root)"
+        )
     folder = tmp_path_factory.mktemp("chr22")
     sizes = folder / "chr22.sizes"
     sizes.write_text(f"22\t{CHR22_LENGTH}\n")
@@ -58,8 +60,12 @@ def chr22(tmp_path_factory):
 def getfasta(fasta: Path, chroms, starts, ends, folder: Path) -> list[str]:
     bed = folder / "windows.bed"
     bed.write_text("".join(f"{c}\t{s}\t{e}\n" for c, s, e in zip(chroms, starts, ends)))
-    out = subprocess.run(["bedtools", "getfasta", "-fi", str(fasta), "-bed", str(bed), "-tab"],
-                         check=True, capture_output=True, text=True).stdout.splitlines()  # fmt: skip
+    out = subprocess.run(
+        ["bedtools", "getfasta", "-fi", str(fasta), "-bed", str(bed), "-tab"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.splitlines()
     return [clean(line.split("\t")[1]) for line in out]
 
 
@@ -71,7 +77,9 @@ def write_pairs(path: Path, chrom: str, rng: np.random.Generator) -> Path:
     enhancers = np.concatenate([inside, edges, far])
     promoters = np.clip(enhancers + rng.integers(-100_000, 100_000, len(enhancers)), REGION[0], REGION[1] - 500)
     promoters[-5:] = enhancers[-5:] + 50_000
-    rows = [f"{chrom},{e},{e + 400},{chrom},{p},{p + 300},{i % 2}\n" for i, (e, p) in enumerate(zip(enhancers, promoters))]
+    rows = [
+        f"{chrom},{e},{e + 400},{chrom},{p},{p + 300},{i % 2}\n" for i, (e, p) in enumerate(zip(enhancers, promoters))
+    ]
     path.write_text(HEADER + "".join(rows))
     return path
 
@@ -105,8 +113,11 @@ def test_pairs_named_chr22_get_the_chr_prefix_hint(chr22, tmp_path):
     genome_path, _, _ = chr22
     pairs = read_pairs(write_pairs(tmp_path / "ucsc_pairs.csv", "chr22", np.random.default_rng(1)))
     with Genome(genome_path) as genome:
-        with pytest.raises(PairsError, match=r"ucsc_pairs\.csv, line 2: enhancer_chrom 'chr22' is not in genome .*"
-                                             r"The genome names it '22': only the `chr` prefix differs"):  # fmt: skip
+        with pytest.raises(
+            PairsError,
+            match=r"ucsc_pairs\.csv, line 2: enhancer_chrom 'chr22' is not in genome .*"
+            r"The genome names it '22': only the `chr` prefix differs",
+        ):
             make_windows(pairs, genome.sizes, WindowSpec(3000, 2000), genome)
 
 
@@ -122,7 +133,9 @@ def test_real_data_fragments_in_the_region_equal_the_hisat2_sequence(chr22):
                 name = line[1:].strip()
                 chrom, span = name.rsplit(":", 1)
                 start, end = (int(x) for x in span.split("-"))
-                name = (start - 1, end, name) if chrom == "chr22" and start - 1 >= REGION[0] and end <= REGION[1] else None
+                name = (
+                    (start - 1, end, name) if chrom == "chr22" and start - 1 >= REGION[0] and end <= REGION[1] else None
+                )
                 if name:
                     found[name] = ""
             elif name:

@@ -14,8 +14,11 @@ def one_hot(batch, length, seed):
 @pytest.mark.parametrize("patch, kernel", [(1, 1), (4, 12), (3, 4)])
 def test_output_does_not_change_when_padding_is_added(attention, patch, kernel):
     torch.manual_seed(0)
-    model = EPITransformer(ModelConfig(attention=attention, d_model=16, n_heads=2, d_ff=32, patch_size=patch,
-                                       kernel_size=kernel, dropout=0.0)).eval()  # fmt: skip
+    model = EPITransformer(
+        ModelConfig(
+            attention=attention, d_model=16, n_heads=2, d_ff=32, patch_size=patch, kernel_size=kernel, dropout=0.0
+        )
+    ).eval()
     enhancer, promoter = one_hot(1, 24, 1), one_hot(1, 18, 2)
     alone = model(enhancer, promoter)
     padded_e = torch.cat([enhancer, one_hot(1, 12, 3)], dim=1)  # garbage bases behind the mask
@@ -64,8 +67,9 @@ def test_a_distance_aware_model_reads_the_distance_and_a_sequence_only_model_ign
     torch.manual_seed(0)
     enhancer, promoter = one_hot(3, 40, 1), one_hot(3, 32, 2)
     near, far = torch.full((3,), 2_000.0), torch.full((3,), 900_000.0)
-    aware = EPITransformer(ModelConfig(d_model=16, n_heads=2, n_layers=1, patch_size=4, kernel_size=8,
-                                       distance=True)).eval()  # fmt: skip
+    aware = EPITransformer(
+        ModelConfig(d_model=16, n_heads=2, n_layers=1, patch_size=4, kernel_size=8, distance=True)
+    ).eval()
     assert not torch.allclose(aware(enhancer, promoter, distance=near), aware(enhancer, promoter, distance=far))
     with pytest.raises(ValueError, match="distance"):
         aware(enhancer, promoter)

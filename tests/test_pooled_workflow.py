@@ -14,10 +14,12 @@ import yaml
 
 from tests.conftest import REPO, TINY_MODEL, require_bedtools, snakemake, tiny_config
 
-POOLED = {"linear": {"attention": "linear", **TINY_MODEL},
-          "linear_distance": {"attention": "linear", **TINY_MODEL, "distance": True},
-          "linear_pooled": {"attention": "linear", **TINY_MODEL, "pooled": True},
-          "linear_pooled_distance": {"attention": "linear", **TINY_MODEL, "pooled": True, "distance": True}}  # fmt: skip
+POOLED = {
+    "linear": {"attention": "linear", **TINY_MODEL},
+    "linear_distance": {"attention": "linear", **TINY_MODEL, "distance": True},
+    "linear_pooled": {"attention": "linear", **TINY_MODEL, "pooled": True},
+    "linear_pooled_distance": {"attention": "linear", **TINY_MODEL, "pooled": True, "distance": True},
+}
 CELLS = ("demo_a", "demo_b")
 
 
@@ -35,8 +37,9 @@ def pooled_run(tmp_path_factory):
     require_bedtools()
     folder = tmp_path_factory.mktemp("pooled")
     write_config(folder, POOLED)
-    run = snakemake(folder, "-s", str(REPO / "Snakefile"), "results/summary.tsv",
-                    "results/plots/pooled/linear_pooled.training.png")  # fmt: skip
+    run = snakemake(
+        folder, "-s", str(REPO / "Snakefile"), "results/summary.tsv", "results/plots/pooled/linear_pooled.training.png"
+    )
     assert run.returncode == 0, run.stderr[-5000:]
     return folder
 
@@ -70,10 +73,26 @@ def test_the_summary_shows_pooled_and_distance_models_beside_the_sequence_only_o
 
 def test_predict_gives_a_distance_aware_model_the_distance_of_each_pair(pooled_run, tmp_path):
     results = pooled_run / "results"
-    run = subprocess.run([sys.executable, "-m", "epiformer.cli", "predict", "--model", results / "demo_a" / "linear_distance",
-                          "--genome", pooled_run / "resources/demo/genome.fa", "--pairs",
-                          pooled_run / "resources/demo/demo_a.pairs.csv", "--out", tmp_path / "scores.tsv"],
-                         capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "epiformer.cli",
+            "predict",
+            "--model",
+            results / "demo_a" / "linear_distance",
+            "--genome",
+            pooled_run / "resources/demo/genome.fa",
+            "--pairs",
+            pooled_run / "resources/demo/demo_a.pairs.csv",
+            "--out",
+            tmp_path / "scores.tsv",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     scores = pd.read_csv(tmp_path / "scores.tsv", sep="\t")
     workflow = pd.read_csv(results / "demo_a" / "linear_distance" / "predictions.tsv", sep="\t")

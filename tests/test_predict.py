@@ -30,10 +30,16 @@ from epiformer.windows import WindowSpec
 
 CLI = [sys.executable, "-m", "epiformer.cli"]
 # The windows settings of tiny_config() in conftest, which the `finished` run trained with.
-TRAINED_WINDOWS = {"enhancer_width": 64, "promoter_width": 48, "edge": "shift", "allow_trans": False,
-                   "max_n_fraction": 0.5}  # fmt: skip
-DROP_REASONS = {f"{element}_window_{why}" for element in ("enhancer", "promoter")
-                for why in ("off_chromosome", "mostly_n")}  # fmt: skip
+TRAINED_WINDOWS = {
+    "enhancer_width": 64,
+    "promoter_width": 48,
+    "edge": "shift",
+    "allow_trans": False,
+    "max_n_fraction": 0.5,
+}
+DROP_REASONS = {
+    f"{element}_window_{why}" for element in ("enhancer", "promoter") for why in ("off_chromosome", "mostly_n")
+}
 CASES = {"demo_a": ("linear", "demo_a.pairs.csv"), "demo_b": ("softmax", "demo_b.pairs.bedpe")}
 
 
@@ -43,8 +49,11 @@ def run_cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
 
 def inputs(finished, cell: str) -> dict:
     model, pairs = CASES[cell]
-    return {"model_dir": finished / "results" / cell / model, "genome_path": finished / "resources/demo/genome.fa",
-            "pairs_path": finished / "resources/demo" / pairs}  # fmt: skip
+    return {
+        "model_dir": finished / "results" / cell / model,
+        "genome_path": finished / "resources/demo/genome.fa",
+        "pairs_path": finished / "resources/demo" / pairs,
+    }
 
 
 def read_tsv(path) -> pd.DataFrame:
@@ -54,8 +63,18 @@ def read_tsv(path) -> pd.DataFrame:
 @pytest.mark.parametrize("cell", list(CASES))
 def test_cli_reproduces_the_workflow_test_predictions(finished, tmp_path, cell):
     given = inputs(finished, cell)
-    run = run_cli("predict", "--model", given["model_dir"], "--genome", given["genome_path"], "--pairs",
-                  given["pairs_path"], "--out", tmp_path / "scores.tsv", cwd=tmp_path)  # fmt: skip
+    run = run_cli(
+        "predict",
+        "--model",
+        given["model_dir"],
+        "--genome",
+        given["genome_path"],
+        "--pairs",
+        given["pairs_path"],
+        "--out",
+        tmp_path / "scores.tsv",
+        cwd=tmp_path,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     scores = read_tsv(tmp_path / "scores.tsv")
     assert list(scores.columns) == ["pair_id", "score"] and scores["pair_id"].is_monotonic_increasing
@@ -83,8 +102,9 @@ def test_scores_equal_the_evaluation_path_before_rounding(finished):
         windows, unscored = place_pair_windows(pairs, genome, window_spec_for(description))
         test_ids = read_tsv(finished / "results/demo_a/windows.tsv").query("split == 'test'")["pair_id"]
         scores = score_windows(model, genome, windows[windows["pair_id"].isin(test_ids)])
-    expected, _, ids = predict_split(model, load_split(finished / "results/demo_a/shards", "test"), 256,
-                                     torch.device("cpu"))  # fmt: skip
+    expected, _, ids = predict_split(
+        model, load_split(finished / "results/demo_a/shards", "test"), 256, torch.device("cpu")
+    )
     np.testing.assert_array_equal(scores["pair_id"], ids)
     np.testing.assert_allclose(scores["score"], expected, rtol=0, atol=1e-6)
     assert not set(unscored["pair_id"]) & set(test_ids)
@@ -97,8 +117,10 @@ def test_model_json_carries_the_window_settings_used_at_training(finished):
 
 
 def test_window_settings_come_from_the_model_and_overrides_are_logged(caplog):
-    description = {"widths": {"enhancer": 100, "promoter": 80},
-                   "windows": {**TRAINED_WINDOWS, "edge": "drop", "max_n_fraction": 0.2}}  # fmt: skip
+    description = {
+        "widths": {"enhancer": 100, "promoter": 80},
+        "windows": {**TRAINED_WINDOWS, "edge": "drop", "max_n_fraction": 0.2},
+    }
     assert window_spec_for(description) == WindowSpec(100, 80, edge="drop", max_n_fraction=0.2)
     with caplog.at_level(logging.WARNING):
         assert window_spec_for(description, edge="shift").edge == "shift"
@@ -189,10 +211,12 @@ def test_pairs_that_cannot_be_scored_are_listed_with_line_and_reason(finished, t
     duplicate = scores.set_index("pair_id").loc[[0, 4], "score"]
     assert duplicate.iloc[0] == pytest.approx(duplicate.iloc[1], abs=1e-6)
     assert summary["unscored"]["trans_pair"] == 1
-    allowed = predict_pairs(model_dir, small_genome, pairs, tmp_path / "trans.tsv", allow_trans=True,
-                            max_n_fraction=1.0)  # fmt: skip
-    assert allowed["unscored"] == ({} if edge == "shift" else {"enhancer_window_off_chromosome": 1,
-                                                               "promoter_window_off_chromosome": 1})  # fmt: skip
+    allowed = predict_pairs(
+        model_dir, small_genome, pairs, tmp_path / "trans.tsv", allow_trans=True, max_n_fraction=1.0
+    )
+    assert allowed["unscored"] == (
+        {} if edge == "shift" else {"enhancer_window_off_chromosome": 1, "promoter_window_off_chromosome": 1}
+    )
 
 
 def test_unscored_path_sits_beside_the_scores(tmp_path):
@@ -236,8 +260,11 @@ MODEL_CASES = {
 @pytest.mark.parametrize("case", list(MODEL_CASES))
 def test_a_wrong_model_folder_is_named_with_the_fix(finished, tmp_path, case):
     fragments = MODEL_CASES[case]
-    model_dir = {"missing folder": tmp_path / "nowhere", "cell folder": finished / "results/demo_a",
-                 "weights file": finished / "results/demo_a/linear/model.safetensors"}.get(case)  # fmt: skip
+    model_dir = {
+        "missing folder": tmp_path / "nowhere",
+        "cell folder": finished / "results/demo_a",
+        "weights file": finished / "results/demo_a/linear/model.safetensors",
+    }.get(case)
     model_dir = model_dir or broken_model(finished, tmp_path, case)
     given = inputs(finished, "demo_a")
     with pytest.raises(ModelError) as raised:
@@ -261,31 +288,61 @@ def pairs_file(tmp_path, *rows: str, header: str = HEADER):
 
 
 BAD_INPUTS = {
-    "genome missing": (lambda tmp: tmp / "no.fa", lambda tmp: pairs_file(tmp, SMALL_ROWS[0]), GenomeError,
-                       ["Genome FASTA not found", "no.fa"]),
-    "chr prefix differs": (lambda tmp: fasta(tmp / "ensembl.fa", {"1": 2000, "2": 2000}),
-                           lambda tmp: pairs_file(tmp, SMALL_ROWS[0]), PairsError,
-                           ["line 2", "'chr1'", "names it '1'", "only the `chr` prefix differs"]),
-    "genome of another naming": (lambda tmp: fasta(tmp / "refseq.fa", {"NC_000001.11": 2000}),
-                                 lambda tmp: pairs_file(tmp, SMALL_ROWS[0]), GenomeError,
-                                 ["None of the chromosomes", "different builds or naming schemes"]),
-    "genome lacks a chromosome": (lambda tmp: fasta(tmp / "g.fa", {"chr1": 2000}),
-                                  lambda tmp: pairs_file(tmp, SMALL_ROWS[0], "chr7,10,50,chr7,300,340"), PairsError,
-                                  ["line 3", "'chr7'", "not in genome"]),
-    "coordinates of another build": (lambda tmp: fasta(tmp / "g.fa", {"chr1": 2000}),
-                                     lambda tmp: pairs_file(tmp, SMALL_ROWS[0], "chr1,100,140,chr1,2500,2540"),
-                                     GenomeError, ["line 3", "promoter_end 2540", "chr1 (2,000 bp)", "another build"]),
-    "non-integer coordinate": (lambda tmp: fasta(tmp / "g.fa", {"chr1": 2000}),
-                               lambda tmp: pairs_file(tmp, SMALL_ROWS[0], "chr1,1e2x,140,chr1,700,740"), PairsError,
-                               ["line 3", "'1e2x'", "non-negative integer"]),
-    "missing column": (lambda tmp: fasta(tmp / "g.fa", {"chr1": 2000}),
-                       lambda tmp: pairs_file(tmp, SMALL_ROWS[0], header=HEADER.replace("_end\n", "_stop\n")),
-                       PairsError, ["line 1", "missing column(s) promoter_end"]),
-    "empty pairs": (lambda tmp: fasta(tmp / "g.fa", {"chr1": 2000}), lambda tmp: pairs_file(tmp), PairsError,
-                    ["no pairs"]),
-    "pairs missing": (lambda tmp: fasta(tmp / "g.fa", {"chr1": 2000}), lambda tmp: tmp / "none.csv", PairsError,
-                      ["not found", "none.csv"]),
-}  # fmt: skip
+    "genome missing": (
+        lambda tmp: tmp / "no.fa",
+        lambda tmp: pairs_file(tmp, SMALL_ROWS[0]),
+        GenomeError,
+        ["Genome FASTA not found", "no.fa"],
+    ),
+    "chr prefix differs": (
+        lambda tmp: fasta(tmp / "ensembl.fa", {"1": 2000, "2": 2000}),
+        lambda tmp: pairs_file(tmp, SMALL_ROWS[0]),
+        PairsError,
+        ["line 2", "'chr1'", "names it '1'", "only the `chr` prefix differs"],
+    ),
+    "genome of another naming": (
+        lambda tmp: fasta(tmp / "refseq.fa", {"NC_000001.11": 2000}),
+        lambda tmp: pairs_file(tmp, SMALL_ROWS[0]),
+        GenomeError,
+        ["None of the chromosomes", "different builds or naming schemes"],
+    ),
+    "genome lacks a chromosome": (
+        lambda tmp: fasta(tmp / "g.fa", {"chr1": 2000}),
+        lambda tmp: pairs_file(tmp, SMALL_ROWS[0], "chr7,10,50,chr7,300,340"),
+        PairsError,
+        ["line 3", "'chr7'", "not in genome"],
+    ),
+    "coordinates of another build": (
+        lambda tmp: fasta(tmp / "g.fa", {"chr1": 2000}),
+        lambda tmp: pairs_file(tmp, SMALL_ROWS[0], "chr1,100,140,chr1,2500,2540"),
+        GenomeError,
+        ["line 3", "promoter_end 2540", "chr1 (2,000 bp)", "another build"],
+    ),
+    "non-integer coordinate": (
+        lambda tmp: fasta(tmp / "g.fa", {"chr1": 2000}),
+        lambda tmp: pairs_file(tmp, SMALL_ROWS[0], "chr1,1e2x,140,chr1,700,740"),
+        PairsError,
+        ["line 3", "'1e2x'", "non-negative integer"],
+    ),
+    "missing column": (
+        lambda tmp: fasta(tmp / "g.fa", {"chr1": 2000}),
+        lambda tmp: pairs_file(tmp, SMALL_ROWS[0], header=HEADER.replace("_end\n", "_stop\n")),
+        PairsError,
+        ["line 1", "missing column(s) promoter_end"],
+    ),
+    "empty pairs": (
+        lambda tmp: fasta(tmp / "g.fa", {"chr1": 2000}),
+        lambda tmp: pairs_file(tmp),
+        PairsError,
+        ["no pairs"],
+    ),
+    "pairs missing": (
+        lambda tmp: fasta(tmp / "g.fa", {"chr1": 2000}),
+        lambda tmp: tmp / "none.csv",
+        PairsError,
+        ["not found", "none.csv"],
+    ),
+}
 
 
 @pytest.mark.parametrize("case", list(BAD_INPUTS))
@@ -301,8 +358,17 @@ def test_bad_genome_or_pairs_stop_with_the_file_and_fix(finished, tmp_path, case
 
 def test_cli_reports_an_input_error_in_one_line_and_exits_1(finished, tmp_path):
     given = inputs(finished, "demo_a")
-    run = run_cli("predict", "--model", finished / "results/demo_a", "--genome", given["genome_path"], "--pairs",
-                  given["pairs_path"], "--out", tmp_path / "scores.tsv")  # fmt: skip
+    run = run_cli(
+        "predict",
+        "--model",
+        finished / "results/demo_a",
+        "--genome",
+        given["genome_path"],
+        "--pairs",
+        given["pairs_path"],
+        "--out",
+        tmp_path / "scores.tsv",
+    )
     assert run.returncode == 1, run.stderr
     assert "linear, softmax" in run.stderr and "Traceback" not in run.stderr
     assert not (tmp_path / "scores.tsv").exists()

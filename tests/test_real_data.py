@@ -24,8 +24,11 @@ def user_folder(tmp_path):
 
 def job_counts(output: str) -> dict[str, int]:
     table = output.split("Job stats:")[1].split("total")[0]
-    return {line.split()[0]: int(line.split()[1]) for line in table.splitlines() if line.strip()[:1].isalpha()
-            and line.split()[-1].isdigit() and line.split()[0] != "job"}  # fmt: skip
+    return {
+        line.split()[0]: int(line.split()[1])
+        for line in table.splitlines()
+        if line.strip()[:1].isalpha() and line.split()[-1].isdigit() and line.split()[0] != "job"
+    }
 
 
 def test_the_overlay_plans_four_cell_lines_every_model_and_the_genome_build(tmp_path):
@@ -45,11 +48,14 @@ def test_the_overlay_plans_four_cell_lines_every_model_and_the_genome_build(tmp_
 def test_another_sheet_on_the_same_genome_runs_unchanged_as_one_more_configfile(tmp_path):
     folder = user_folder(tmp_path)
     sheet = tmp_path / "other_cells.tsv"
-    sheet.write_text("cell_line\tpairs\tgenome\nK562\tdata/targetfinder/IMR90.pairs.csv\thg19\n"
-                     "NHEK\tdata/targetfinder/HeLa-S3.pairs.csv\thg19\n")  # fmt: skip
+    sheet.write_text(
+        "cell_line\tpairs\tgenome\nK562\tdata/targetfinder/IMR90.pairs.csv\thg19\n"
+        "NHEK\tdata/targetfinder/HeLa-S3.pairs.csv\thg19\n"
+    )
     (tmp_path / "other.yaml").write_text(yaml.safe_dump({"samples": str(sheet)}))
-    run = snakemake(folder, "-s", str(REPO / "Snakefile"), "--configfile", str(OVERLAY), str(tmp_path / "other.yaml"),
-                    "-n")  # fmt: skip
+    run = snakemake(
+        folder, "-s", str(REPO / "Snakefile"), "--configfile", str(OVERLAY), str(tmp_path / "other.yaml"), "-n"
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     planned = run.stdout + run.stderr
     assert "results/K562/windows.tsv" in planned and "results/NHEK/windows.tsv" in planned
@@ -61,12 +67,16 @@ def test_a_short_real_data_training_runs_and_writes_metrics(tmp_path):
     require_bedtools()
     folder = user_folder(tmp_path)
     # Small and short; the distance-aware entry shrinks with its sequence-only twin, as the config requires.
-    short = {"models": {"linear": {**TINY_MODEL, "distance": False}, "linear_distance": {**TINY_MODEL, "distance": True}},
-             "train": {"epochs": 2}, "evaluate": {"bootstrap": 20}}  # fmt: skip
+    short = {
+        "models": {"linear": {**TINY_MODEL, "distance": False}, "linear_distance": {**TINY_MODEL, "distance": True}},
+        "train": {"epochs": 2},
+        "evaluate": {"bootstrap": 20},
+    }
     (tmp_path / "short.yaml").write_text(yaml.safe_dump(short))
     targets = [f"results/IMR90/{name}/metrics.json" for name in ("linear", "linear_distance", "distance")]
-    run = snakemake(folder, "-s", str(REPO / "Snakefile"), *targets, "--configfile", str(OVERLAY),
-                    str(tmp_path / "short.yaml"))  # fmt: skip
+    run = snakemake(
+        folder, "-s", str(REPO / "Snakefile"), *targets, "--configfile", str(OVERLAY), str(tmp_path / "short.yaml")
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     results = tmp_path / "results" / "IMR90"
     report = json.loads((results / "windows_report.json").read_text())

@@ -35,10 +35,13 @@ CELL_LINES, MODELS = ("demo_a", "demo_b"), ("linear", "softmax")
 SNAKEMAKE_TIMEOUT_S = 600  # a quiet 2-core machine needs ~150 s; a busy one twice that
 # What a localhost cluster lacks, set on the command line over the profile:
 CLUSTER_OVERRIDES = [
-    "--set-resources", "train:gpu=0",  # no GPU on this node; a GPU request could never be scheduled
-    "--slurm-status-command", "squeue",  # no accounting database (slurmdbd), so sacct cannot answer
-    "--slurm-init-seconds-before-status-checks", "10",  # jobs take seconds here, not hours
-]  # fmt: skip
+    "--set-resources",
+    "train:gpu=0",  # no GPU on this node; a GPU request could never be scheduled
+    "--slurm-status-command",
+    "squeue",  # no accounting database (slurmdbd), so sacct cannot answer
+    "--slurm-init-seconds-before-status-checks",
+    "10",  # jobs take seconds here, not hours
+]
 
 
 def install_slurm_or_skip() -> None:
@@ -48,8 +51,17 @@ def install_slurm_or_skip() -> None:
         return
     if shutil.which("apt-get") is None:
         pytest.skip("SLURM is not installed and there is no apt-get to install Debian's slurm-wlm and munge")
-    install = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "-o", "DPkg::Lock::Timeout=120",
-               "slurm-wlm", "munge"]  # fmt: skip
+    install = [
+        "apt-get",
+        "install",
+        "-y",
+        "-qq",
+        "--no-install-recommends",
+        "-o",
+        "DPkg::Lock::Timeout=120",
+        "slurm-wlm",
+        "munge",
+    ]
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     run = subprocess.run(install, check=False, env=env, capture_output=True, text=True, timeout=600)
     if run.returncode != 0:  # a stale package list: refresh it once
@@ -159,10 +171,21 @@ def start_munge(request, folder: Path) -> Path:
     subprocess.run([SBIN / "mungekey", "--create", "--keyfile", key], check=True, capture_output=True)
     shutil.chown(key, "munge", "munge")
     munge_socket = public / "munge.socket"
-    munged = start_daemon(request, [SBIN / "munged", "--foreground", f"--socket={munge_socket}", f"--key-file={key}",
-                                    f"--pid-file={public / 'munged.pid'}", f"--log-file={private / 'munged.log'}",
-                                    f"--seed-file={private / 'munged.seed'}"],
-                          folder / "munged.out", user="munge", group="munge")  # fmt: skip
+    munged = start_daemon(
+        request,
+        [
+            SBIN / "munged",
+            "--foreground",
+            f"--socket={munge_socket}",
+            f"--key-file={key}",
+            f"--pid-file={public / 'munged.pid'}",
+            f"--log-file={private / 'munged.log'}",
+            f"--seed-file={private / 'munged.seed'}",
+        ],
+        folder / "munged.out",
+        user="munge",
+        group="munge",
+    )
 
     def credential_round_trips() -> bool:
         socket_option = f"--socket={munge_socket}"
@@ -238,8 +261,14 @@ def slurm_jobs(env: dict) -> pd.DataFrame:
     for line in shown.stdout.splitlines():
         fields = dict(re.findall(r"(\w+)=(\S*)", line))
         rule = re.match(r"rule_(\w+?)(?:_wildcards_|$)", fields.get("Comment", ""))
-        rows.append({"rule": rule and rule.group(1), "state": fields["JobState"], "exit_code": fields["ExitCode"],
-                     "granted": (int(fields["NumCPUs"]), fields["MinMemoryNode"], fields["TimeLimit"])})  # fmt: skip
+        rows.append(
+            {
+                "rule": rule and rule.group(1),
+                "state": fields["JobState"],
+                "exit_code": fields["ExitCode"],
+                "granted": (int(fields["NumCPUs"]), fields["MinMemoryNode"], fields["TimeLimit"]),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -249,8 +278,11 @@ def planned_requests(log: str) -> dict[str, tuple]:
     for block in re.finditer(r"^rule (\w+):\n((?:    .*\n)+)", log, re.MULTILINE):
         fields = dict(re.findall(r"^    (\w+): (.*)$", block.group(2), re.MULTILINE))
         resources = dict(re.findall(r"(\w+)=([^,]+)", fields["resources"]))
-        planned[block.group(1)] = (int(fields.get("threads", 1)), f"{resources['mem_mb']}M",
-                                   minutes_as_slurm_time(int(resources["runtime"])))  # fmt: skip
+        planned[block.group(1)] = (
+            int(fields.get("threads", 1)),
+            f"{resources['mem_mb']}M",
+            minutes_as_slurm_time(int(resources["runtime"])),
+        )
     return planned
 
 
@@ -267,8 +299,15 @@ def test_tiny_workflow_runs_through_the_slurm_profile(slurm_cluster, tmp_path):
     targets.append("results/summary.tsv")  # every stage from demo data to summary; plots are left out for time
     command = [sys.executable, "-m", "snakemake", "--profile", str(PROFILE), *CLUSTER_OVERRIDES, *targets]
     try:
-        run = subprocess.run(command, check=False, cwd=tmp_path, env=slurm_cluster, capture_output=True, text=True,
-                             timeout=SNAKEMAKE_TIMEOUT_S)  # fmt: skip
+        run = subprocess.run(
+            command,
+            check=False,
+            cwd=tmp_path,
+            env=slurm_cluster,
+            capture_output=True,
+            text=True,
+            timeout=SNAKEMAKE_TIMEOUT_S,
+        )
     except subprocess.TimeoutExpired as expired:
         log = expired.stderr.decode(errors="replace") if isinstance(expired.stderr, bytes) else expired.stderr or ""
         pytest.fail(f"snakemake did not finish in {SNAKEMAKE_TIMEOUT_S} s:\n{log[-5000:]}")

@@ -16,9 +16,29 @@ from epiformer.summary import ModelResult, paired_predictions, write_summary
 from tests.conftest import snakemake
 
 METRICS = {"auroc": roc_auc_score, "auprc": average_precision_score}
-EXISTING_COLUMNS = ["cell_line", "model", "kind", "attention", "auroc", "auroc_lo", "auroc_hi", "auprc", "auprc_lo",
-                    "auprc_hi", "f1", "mcc", "balanced_accuracy", "n_test", "positives", "split_mode", "parameters",
-                    "train_seconds", "tokens_per_s", "device", "oracle_auroc"]  # fmt: skip
+EXISTING_COLUMNS = [
+    "cell_line",
+    "model",
+    "kind",
+    "attention",
+    "auroc",
+    "auroc_lo",
+    "auroc_hi",
+    "auprc",
+    "auprc_lo",
+    "auprc_hi",
+    "f1",
+    "mcc",
+    "balanced_accuracy",
+    "n_test",
+    "positives",
+    "split_mode",
+    "parameters",
+    "train_seconds",
+    "tokens_per_s",
+    "device",
+    "oracle_auroc",
+]
 
 
 def shared_difficulty(n: int = 400, seed: int = 0):
@@ -109,8 +129,17 @@ def make_result(folder, cell, name, pair_ids, labels, scores, attention=None) ->
     description = None
     if attention:
         description = folder / cell / name / "model.json"
-        description.write_text(json.dumps({"model": {"attention": attention}, "parameters": 10, "train_seconds": 1.0,
-                                           "tokens_per_s": 5.0, "device": "cpu"}))  # fmt: skip
+        description.write_text(
+            json.dumps(
+                {
+                    "model": {"attention": attention},
+                    "parameters": 10,
+                    "train_seconds": 1.0,
+                    "tokens_per_s": 5.0,
+                    "device": "cpu",
+                }
+            )
+        )
     return ModelResult(cell, name, folder / cell / name / "metrics.json", description, predictions)
 
 
@@ -142,7 +171,9 @@ def test_summary_files_carry_the_paired_comparison(tmp_path):
         row = paired.set_index(["cell_line", "baseline", "metric"]).loc[(cell, baseline, name)]
         assert row["difference"] == pytest.approx(difference, abs=1e-4) and row["model"] == "linear"
         assert (models.loc[cell, f"{name}_diff_{baseline}_lo"], models.loc[cell, f"{name}_diff_{baseline}_hi"]) == (
-            row["lo"], row["hi"])  # fmt: skip
+            row["lo"],
+            row["hi"],
+        )
         assert row["excludes_zero"] == (row["lo"] > 0 or row["hi"] < 0) and row["seed"] == 0
     assert paired["excludes_zero"].all()  # the model beats both baselines clearly
     markdown = paths[1].read_text()
@@ -154,8 +185,10 @@ def test_summary_files_carry_the_paired_comparison(tmp_path):
 
 def test_a_model_equal_to_its_baseline_is_not_called_different(tmp_path):
     labels, model, _ = shared_difficulty()
-    results = [make_result(tmp_path, "c", "linear", np.arange(len(labels)), labels, model, attention="linear"),
-               make_result(tmp_path, "c", "copy", np.arange(len(labels)), labels, model)]  # fmt: skip
+    results = [
+        make_result(tmp_path, "c", "linear", np.arange(len(labels)), labels, model, attention="linear"),
+        make_result(tmp_path, "c", "copy", np.arange(len(labels)), labels, model),
+    ]
     write_summary(results, tmp_path / "s.tsv", tmp_path / "s.md", tmp_path / "p.tsv", resamples=100, seed=0)
     paired = pd.read_csv(tmp_path / "p.tsv", sep="\t")
     assert (paired[["difference", "lo", "hi"]] == 0).all().all() and not paired["excludes_zero"].any()
@@ -174,8 +207,9 @@ def test_a_model_equal_to_its_baseline_is_not_called_different(tmp_path):
 )
 def test_mismatched_test_pairs_are_an_error_naming_both_files(tmp_path, baseline_ids, baseline_labels, message):
     model = write_predictions(tmp_path / "c" / "linear" / "predictions.tsv", [0, 1, 2, 3], [0, 1, 0, 1], [0.1] * 4)
-    baseline = write_predictions(tmp_path / "c" / "kmer" / "predictions.tsv", baseline_ids, baseline_labels,
-                                 [0.5] * len(baseline_ids))  # fmt: skip
+    baseline = write_predictions(
+        tmp_path / "c" / "kmer" / "predictions.tsv", baseline_ids, baseline_labels, [0.5] * len(baseline_ids)
+    )
     with pytest.raises(ValueError, match=message) as error:
         paired_predictions(model, baseline)
     assert str(model) in str(error.value) and str(baseline) in str(error.value)
@@ -183,8 +217,10 @@ def test_mismatched_test_pairs_are_an_error_naming_both_files(tmp_path, baseline
 
 def test_mismatched_test_pairs_stop_the_summary(tmp_path):
     labels, model, baseline = shared_difficulty(n=50)
-    results = [make_result(tmp_path, "c", "linear", np.arange(50), labels, model, attention="linear"),
-               make_result(tmp_path, "c", "kmer", np.arange(1, 51), labels, baseline)]  # fmt: skip
+    results = [
+        make_result(tmp_path, "c", "linear", np.arange(50), labels, model, attention="linear"),
+        make_result(tmp_path, "c", "kmer", np.arange(1, 51), labels, baseline),
+    ]
     with pytest.raises(ValueError, match="do not hold the same test pairs") as error:
         write_summary(results, tmp_path / "s.tsv", tmp_path / "s.md", tmp_path / "p.tsv")
     assert str(results[0].predictions) in str(error.value) and str(results[1].predictions) in str(error.value)
@@ -198,8 +234,9 @@ def test_summary_rule_writes_the_paired_comparison(finished):
     results = finished / "results"
     config = yaml.safe_load((finished / "config" / "config.yaml").read_text())["evaluate"]
     summary = pd.read_csv(results / "summary.tsv", sep="\t")
-    paired = pd.read_csv(results / "paired_comparison.tsv", sep="\t").set_index(["cell_line", "model", "baseline",
-                                                                                  "metric"])  # fmt: skip
+    paired = pd.read_csv(results / "paired_comparison.tsv", sep="\t").set_index(
+        ["cell_line", "model", "baseline", "metric"]
+    )
     assert len(paired) == 2 * len(MODELS) * len(BASELINES) * len(METRICS)
     assert (paired["resamples"] == config["bootstrap"]).all() and (paired["seed"] == config["seed"]).all()
     columns = [f"{m}_diff_{b}{s}" for b in BASELINES for m in METRICS for s in ("", "_lo", "_hi")]
@@ -215,8 +252,9 @@ def test_summary_rule_writes_the_paired_comparison(finished):
             for name, metric in METRICS.items():
                 entry = paired.loc[(row.cell_line, row.model, baseline, name)]
                 difference = metric(labels, scores_a) - metric(labels, scores_b)
-                (low, high), kept = independent_paired_interval(labels, scores_a, scores_b, metric,
-                                                                config["bootstrap"], config["seed"])  # fmt: skip
+                (low, high), kept = independent_paired_interval(
+                    labels, scores_a, scores_b, metric, config["bootstrap"], config["seed"]
+                )
                 for value, want in ((entry["difference"], difference), (entry["lo"], low), (entry["hi"], high)):
                     assert value == pytest.approx(want, abs=1e-4)
                 assert entry["resamples_used"] == kept

@@ -86,8 +86,11 @@ def test_a_killed_training_resumes_to_the_same_result(shard_dir, tmp_path):
     config = train_config(epochs=3)
     train_model(shard_dir, TINY_MODEL, config, tmp_path / "straight", tmp_path / "ckpt-straight")
     script = KILLED_RUN.format(model=TINY_MODEL.to_dict(), config=vars(config))
-    killed = subprocess.run([sys.executable, "-c", script, str(shard_dir), str(tmp_path / "resumed"),
-                             str(tmp_path / "ckpt")], capture_output=True, text=True)  # fmt: skip
+    killed = subprocess.run(
+        [sys.executable, "-c", script, str(shard_dir), str(tmp_path / "resumed"), str(tmp_path / "ckpt")],
+        capture_output=True,
+        text=True,
+    )
     assert killed.returncode == 137, killed.stderr
     assert not (tmp_path / "resumed" / "model.safetensors").exists()
     train_model(shard_dir, TINY_MODEL, config, tmp_path / "resumed", tmp_path / "ckpt")
@@ -106,16 +109,22 @@ def test_cuda_request_without_a_gpu_fails_at_once(shard_dir, tmp_path):
     assert select_device("auto") == torch.device("cpu")
     for devices in (1, 2):
         with pytest.raises(RuntimeError, match="no CUDA GPU"):
-            train_model(shard_dir, TINY_MODEL, train_config(device="cuda", devices=devices), tmp_path / "out",
-                        tmp_path / "ckpt")  # fmt: skip
+            train_model(
+                shard_dir, TINY_MODEL, train_config(device="cuda", devices=devices), tmp_path / "out", tmp_path / "ckpt"
+            )
     assert not (tmp_path / "out").exists() and not (tmp_path / "ckpt").exists()
 
 
 def test_training_reduces_the_loss(shard_dir, tmp_path):
     """Real optimisation on the tiny demo; whether the model reaches the oracle is the full demo's test."""
     config = train_config(epochs=8, learning_rate=5e-3)
-    description = train_model(shard_dir, ModelConfig(d_model=32, n_layers=1, n_heads=4, d_ff=64, patch_size=4,
-                                                     kernel_size=12, dropout=0.0), config, tmp_path / "o", tmp_path / "c")  # fmt: skip
+    description = train_model(
+        shard_dir,
+        ModelConfig(d_model=32, n_layers=1, n_heads=4, d_ff=64, patch_size=4, kernel_size=12, dropout=0.0),
+        config,
+        tmp_path / "o",
+        tmp_path / "c",
+    )
     log = pd.read_csv(tmp_path / "o" / "train_log.tsv", sep="\t")
     assert log["train_loss"].iloc[-1] < log["train_loss"].iloc[0]
     assert np.isfinite(description["best_val_auprc"])
@@ -180,15 +189,28 @@ def same_predictions(shard_dir, tmp_path, *runs) -> bool:
         ("SIGUSR1", 0, 138),  # SLURM's --signal=USR1@... warning before the time limit
     ],
 )
-def test_a_training_stopped_mid_epoch_resumes_to_identical_predictions(shard_dir, tmp_path, signal_name,
-                                                                       checkpoint_minutes, exit_code):  # fmt: skip
+def test_a_training_stopped_mid_epoch_resumes_to_identical_predictions(
+    shard_dir, tmp_path, signal_name, checkpoint_minutes, exit_code
+):
     config = train_config(epochs=3, checkpoint_minutes=checkpoint_minutes)
     train_model(shard_dir, TINY_MODEL, config, tmp_path / "straight", tmp_path / "ckpt-straight")
     steps_per_epoch = -(-len(load_split(shard_dir, "train")) // config.batch_size)
     script = MID_EPOCH_SIGNAL.format(model=TINY_MODEL.to_dict(), config=vars(config))
     stop_at = steps_per_epoch + steps_per_epoch // 2  # half-way through epoch 2
-    stopped = subprocess.run([sys.executable, "-c", script, str(shard_dir), str(tmp_path / "resumed"),
-                              str(tmp_path / "ckpt"), str(stop_at), signal_name], capture_output=True, text=True)  # fmt: skip
+    stopped = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            script,
+            str(shard_dir),
+            str(tmp_path / "resumed"),
+            str(tmp_path / "ckpt"),
+            str(stop_at),
+            signal_name,
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert stopped.returncode == exit_code, stopped.stderr
     checkpoint = torch.load(tmp_path / "ckpt" / "last.pt", weights_only=True)
     if signal_name == "SIGKILL" and not checkpoint_minutes:
@@ -207,8 +229,20 @@ def test_two_process_training_stopped_by_sigterm_resumes_to_identical_prediction
     train_model(shard_dir, TINY_MODEL, config, tmp_path / "straight", tmp_path / "ckpt-straight")
     script = MID_EPOCH_SIGNAL.format(model=TINY_MODEL.to_dict(), config=vars(config))
     # Stop condition never reached in the script (spawned processes don't run it): we signal from outside.
-    process = subprocess.Popen([sys.executable, "-c", script, str(shard_dir), str(tmp_path / "resumed"),
-                                str(tmp_path / "ckpt"), "0", "SIGTERM"], stderr=subprocess.PIPE, text=True)  # fmt: skip
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            script,
+            str(shard_dir),
+            str(tmp_path / "resumed"),
+            str(tmp_path / "ckpt"),
+            "0",
+            "SIGTERM",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     while not (tmp_path / "ckpt" / "last.pt").exists() and process.poll() is None:
         time.sleep(0.05)  # the end of epoch 1
     process.send_signal(signal.SIGTERM)
@@ -246,8 +280,9 @@ def test_two_process_gloo_training_matches_one_process(shards_of_whole_train_bat
     model = ModelConfig(**{**TINY_MODEL.to_dict(), "dropout": 0.0})  # dropout masks differ per process
     config = train_config(epochs=3, batch_size=batch, reverse_complement=False, max_shift=0)
     train_model(shard_dir, model, config, tmp_path / "one", tmp_path / "ckpt-one")
-    description = train_model(shard_dir, model, TrainConfig(**{**vars(config), "devices": 2}), tmp_path / "two",
-                              tmp_path / "ckpt-two")  # fmt: skip
+    description = train_model(
+        shard_dir, model, TrainConfig(**{**vars(config), "devices": 2}), tmp_path / "two", tmp_path / "ckpt-two"
+    )
     one = pd.read_csv(tmp_path / "one" / "train_log.tsv", sep="\t")
     two = pd.read_csv(tmp_path / "two" / "train_log.tsv", sep="\t")
     assert description["device"] == "cpu x 2"
@@ -268,8 +303,9 @@ def test_validation_of_pooled_cell_lines_averages_each_cell_lines_own_metrics():
     metrics = validation_metrics(scores, labels, source)
     each = [roc_auc_score(labels[source == s], scores[source == s]) for s in (0, 1)]
     assert metrics["val_auroc"] == pytest.approx(np.mean(each))
-    assert metrics["val_auprc"] == pytest.approx(np.mean([average_precision_score(labels[source == s],
-                                                                                  scores[source == s]) for s in (0, 1)]))  # fmt: skip
+    assert metrics["val_auprc"] == pytest.approx(
+        np.mean([average_precision_score(labels[source == s], scores[source == s]) for s in (0, 1)])
+    )
     assert metrics["val_auroc"] != pytest.approx(roc_auc_score(labels, scores))
     one = validation_metrics(scores[:100], labels[:100], source[:100])
     assert one["val_auroc"] == pytest.approx(roc_auc_score(labels[:100], scores[:100]))
@@ -277,8 +313,9 @@ def test_validation_of_pooled_cell_lines_averages_each_cell_lines_own_metrics():
 
 def test_one_model_trains_on_several_cell_lines_with_their_distances(shard_dir, tmp_path):
     config = dataclasses.replace(TINY_MODEL, distance=True)
-    description = train_model([shard_dir, shard_dir], config, train_config(epochs=1), tmp_path / "out",
-                              tmp_path / "ckpt")  # fmt: skip
+    description = train_model(
+        [shard_dir, shard_dir], config, train_config(epochs=1), tmp_path / "out", tmp_path / "ckpt"
+    )
     log = pd.read_csv(tmp_path / "out" / "train_log.tsv", sep="\t")
     alone = len(load_split(shard_dir, "train"))
     assert len(log) == 1 and description["model"]["distance"] is True
@@ -289,4 +326,5 @@ def test_one_model_trains_on_several_cell_lines_with_their_distances(shard_dir, 
     # Twice the pairs: twice the tokens per epoch of the single folder's training.
     single = train_model(shard_dir, config, train_config(epochs=1), tmp_path / "one", tmp_path / "ckpt1")
     assert alone > 0 and description["tokens_per_s"] * log["seconds"][0] == pytest.approx(
-        2 * single["tokens_per_s"] * pd.read_csv(tmp_path / "one" / "train_log.tsv", sep="\t")["seconds"][0])
+        2 * single["tokens_per_s"] * pd.read_csv(tmp_path / "one" / "train_log.tsv", sep="\t")["seconds"][0]
+    )

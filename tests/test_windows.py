@@ -26,8 +26,15 @@ def test_edges_shift_inside_or_drop():
 
 
 def pairs_frame(rows):
-    columns = ["enhancer_chrom", "enhancer_start", "enhancer_end", "promoter_chrom", "promoter_start", "promoter_end",
-               "label"]  # fmt: skip
+    columns = [
+        "enhancer_chrom",
+        "enhancer_start",
+        "enhancer_end",
+        "promoter_chrom",
+        "promoter_start",
+        "promoter_end",
+        "label",
+    ]
     frame = pd.DataFrame(rows, columns=columns)
     frame.insert(0, "pair_id", range(len(frame)))
     frame.attrs.update(path="pairs.csv", header_lines=1)
@@ -38,12 +45,14 @@ SIZES = {"chr1": 10_000, "chr2": 10_000, "chr3": 10_000, "chrS": 50}
 
 
 def test_make_windows_counts_every_dropped_pair():
-    pairs = pairs_frame([
-        ("chr1", 1000, 1200, "chr1", 5000, 5100, 1),
-        ("chr1", 1000, 1200, "chr1", 5000, 5100, 1),  # exact duplicate
-        ("chrS", 10, 20, "chrS", 30, 40, 0),  # chromosome shorter than the window
-        ("chr2", 9990, 9999, "chr2", 100, 200, 0),
-    ])  # fmt: skip
+    pairs = pairs_frame(
+        [
+            ("chr1", 1000, 1200, "chr1", 5000, 5100, 1),
+            ("chr1", 1000, 1200, "chr1", 5000, 5100, 1),  # exact duplicate
+            ("chrS", 10, 20, "chrS", 30, 40, 0),  # chromosome shorter than the window
+            ("chr2", 9990, 9999, "chr2", 100, 200, 0),
+        ]
+    )
     windows, report = make_windows(pairs, SIZES, WindowSpec(100, 80, edge="drop"))
     assert windows["pair_id"].tolist() == [0]
     assert report.dropped["duplicate_row"] == 1
@@ -88,8 +97,11 @@ def test_chromosome_split_and_audit_show_no_overlap():
 def brute_force_overlaps(windows, first, second):
     def intervals(split):
         part = windows[windows.split == split]
-        return {(r[f"{e}_chrom"], r[f"{e}_start"], r[f"{e}_end"]) for _, r in part.iterrows()
-                for e in ("enhancer", "promoter")}  # fmt: skip
+        return {
+            (r[f"{e}_chrom"], r[f"{e}_start"], r[f"{e}_end"])
+            for _, r in part.iterrows()
+            for e in ("enhancer", "promoter")
+        }
 
     b = intervals(second)
     return sum(any(c == c2 and s < e2 and s2 < e for c2, s2, e2 in b) for c, s, e in intervals(first))

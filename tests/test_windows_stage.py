@@ -56,8 +56,10 @@ def write_csv(path, rows, header=True):
 
 
 def write_bedpe(path, rows):
-    lines = [f"{e}\t{es}\t{ee}\t{p}\t{ps}\t{pe}\tp{i}\t.\t.\t.\t{label}" for i, (e, es, ee, p, ps, pe, label) in
-             enumerate(rows)]  # fmt: skip
+    lines = [
+        f"{e}\t{es}\t{ee}\t{p}\t{ps}\t{pe}\tp{i}\t.\t.\t.\t{label}"
+        for i, (e, es, ee, p, ps, pe, label) in enumerate(rows)
+    ]
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -71,16 +73,21 @@ DEFAULT_SPEC = WindowSpec(100, 80)
 def run_stage(tmp_path, pairs, genome, spec=DEFAULT_SPEC, split=SPLIT):
     out = tmp_path / "out"
     out.mkdir(exist_ok=True)
-    report = build_windows(pairs, genome, spec, split, out / "windows.tsv", out / "split_audit.tsv",
-                           out / "windows_report.json")  # fmt: skip
+    report = build_windows(
+        pairs, genome, spec, split, out / "windows.tsv", out / "split_audit.tsv", out / "windows_report.json"
+    )
     return out, report
 
 
 def bedtools_getfasta(fasta, intervals, tmp_path) -> list[str]:
     bed = tmp_path / "query.bed"
     bed.write_text("".join(f"{c}\t{s}\t{e}\n" for c, s, e in intervals))
-    out = subprocess.run(["bedtools", "getfasta", "-fi", str(fasta), "-bed", str(bed), "-tab"],
-                         check=True, capture_output=True, text=True).stdout  # fmt: skip
+    out = subprocess.run(
+        ["bedtools", "getfasta", "-fi", str(fasta), "-bed", str(bed), "-tab"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     return ["".join(b if b in "ACGT" else "N" for b in line.split("\t")[1].upper()) for line in out.splitlines()]
 
 
@@ -99,17 +106,20 @@ def test_shards_hold_exactly_what_bedtools_getfasta_returns(genome, tmp_path, fm
         frame = windows.set_index("pair_id").loc[data.pair_id]
         for element, length in data.lengths.items():
             decoded = unpack(data.packed(element, np.arange(len(data))), length)
-            cores = [(c, s, e) for c, s, e in zip(frame[f"{element}_chrom"], frame[f"{element}_start"],
-                                                  frame[f"{element}_end"])]  # fmt: skip
+            cores = [
+                (c, s, e)
+                for c, s, e in zip(frame[f"{element}_chrom"], frame[f"{element}_start"], frame[f"{element}_end"])
+            ]
             for row, sequence in enumerate(bedtools_getfasta(genome, cores, tmp_path)):
                 np.testing.assert_array_equal(decoded[row, flank:-flank], one_hot([sequence.encode()])[0])
                 chrom, start, end = cores[row]
                 left = max(0, start - flank)
-                left_flank = "N" * (flank - (start - left)) + (bedtools_getfasta(genome, [(chrom, left, start)],
-                                                                                 tmp_path)[0] if left < start else "")  # fmt: skip
+                left_flank = "N" * (flank - (start - left)) + (
+                    bedtools_getfasta(genome, [(chrom, left, start)], tmp_path)[0] if left < start else ""
+                )
                 np.testing.assert_array_equal(decoded[row, :flank], one_hot([left_flank.encode()])[0])
                 right = min(CHROM_LENGTH, end + flank)
-                right_flank = (bedtools_getfasta(genome, [(chrom, end, right)], tmp_path)[0] if end < right else "")
+                right_flank = bedtools_getfasta(genome, [(chrom, end, right)], tmp_path)[0] if end < right else ""
                 right_flank += "N" * (flank - (right - end))
                 np.testing.assert_array_equal(decoded[row, -flank:], one_hot([right_flank.encode()])[0])
 
@@ -123,8 +133,9 @@ def test_edge_windows_shift_inside_the_chromosome(genome, tmp_path):
 
 def test_mostly_n_windows_are_dropped_and_counted(genome, tmp_path):
     rows = pair_rows() + [("chr1", 420, 440, "chr1", 800, 820, 1)]  # enhancer window 380-480: 60% N
-    out, report = run_stage(tmp_path, write_csv(tmp_path / "p.csv", rows), genome, WindowSpec(100, 80,
-                                                                                                max_n_fraction=0.5))  # fmt: skip
+    out, report = run_stage(
+        tmp_path, write_csv(tmp_path / "p.csv", rows), genome, WindowSpec(100, 80, max_n_fraction=0.5)
+    )
     assert report["dropped"]["enhancer_window_mostly_n"] == 4  # the new pair and one per chromosome
     assert report["pairs_kept"] == len(rows) - 4
     assert json.loads((out / "windows_report.json").read_text()) == report
@@ -143,27 +154,56 @@ def replace_line(rows, line, text):
 
 
 BAD_INPUTS = {
-    "missing column": (replace_line(good_rows(), 1, "enhancer_chrom,enhancer_start,enhancer_end,promoter_chrom,"
-                                                    "promoter_start,label"), PairsError,
-                       ["line 1", "promoter_end", "Add them"]),
-    "non-integer coordinate": (replace_line(good_rows(), 3, "chr1,3e2x,350,chr1,600,650,1"), PairsError,
-                               ["line 3", "'3e2x'", "non-negative integer"]),
-    "negative coordinate": (replace_line(good_rows(), 4, "chr2,-100,150,chr2,600,650,0"), PairsError,
-                            ["line 4", "'-100'", "non-negative integer"]),
-    "start not below end": (replace_line(good_rows(), 2, "chr1,150,150,chr1,600,650,0"), PairsError,
-                            ["line 2", "enhancer_start is 150", "below enhancer_end"]),
-    "unknown chromosome": (replace_line(good_rows(), 5, "chr2,100,150,chrUn_1,600,650,0"), PairsError,
-                           ["line 5", "'chrUn_1'", "not in genome", "chr1, chr2, chr3"]),
-    "chr prefix": (replace_line(good_rows(), 6, "chr2,100,150,3,600,650,0"), PairsError,
-                   ["line 6", "'3'", "'chr3'", "only the `chr` prefix differs"]),
-    "label not 0/1": (replace_line(good_rows(), 7, "chr3,100,150,chr3,600,650,yes"), PairsError,
-                      ["line 7", "'yes'", "0 or 1"]),
-    "trans pair": (replace_line(good_rows(), 2, "chr1,100,150,chr2,600,650,0"), PairsError,
-                   ["line 2", "different chromosomes", "allow_trans"]),
-    "empty table": ("enhancer_chrom,enhancer_start,enhancer_end,promoter_chrom,promoter_start,promoter_end,label\n",
-                    PairsError, ["no pairs", "Add at least one"]),
-    "split without positives": (replace_line(good_rows(), 7, "chr3,300,350,chr3,600,650,0"), SplitError,
-                                ["test split", "chr3", "no positives"]),
+    "missing column": (
+        replace_line(good_rows(), 1, "enhancer_chrom,enhancer_start,enhancer_end,promoter_chrom,promoter_start,label"),
+        PairsError,
+        ["line 1", "promoter_end", "Add them"],
+    ),
+    "non-integer coordinate": (
+        replace_line(good_rows(), 3, "chr1,3e2x,350,chr1,600,650,1"),
+        PairsError,
+        ["line 3", "'3e2x'", "non-negative integer"],
+    ),
+    "negative coordinate": (
+        replace_line(good_rows(), 4, "chr2,-100,150,chr2,600,650,0"),
+        PairsError,
+        ["line 4", "'-100'", "non-negative integer"],
+    ),
+    "start not below end": (
+        replace_line(good_rows(), 2, "chr1,150,150,chr1,600,650,0"),
+        PairsError,
+        ["line 2", "enhancer_start is 150", "below enhancer_end"],
+    ),
+    "unknown chromosome": (
+        replace_line(good_rows(), 5, "chr2,100,150,chrUn_1,600,650,0"),
+        PairsError,
+        ["line 5", "'chrUn_1'", "not in genome", "chr1, chr2, chr3"],
+    ),
+    "chr prefix": (
+        replace_line(good_rows(), 6, "chr2,100,150,3,600,650,0"),
+        PairsError,
+        ["line 6", "'3'", "'chr3'", "only the `chr` prefix differs"],
+    ),
+    "label not 0/1": (
+        replace_line(good_rows(), 7, "chr3,100,150,chr3,600,650,yes"),
+        PairsError,
+        ["line 7", "'yes'", "0 or 1"],
+    ),
+    "trans pair": (
+        replace_line(good_rows(), 2, "chr1,100,150,chr2,600,650,0"),
+        PairsError,
+        ["line 2", "different chromosomes", "allow_trans"],
+    ),
+    "empty table": (
+        "enhancer_chrom,enhancer_start,enhancer_end,promoter_chrom,promoter_start,promoter_end,label\n",
+        PairsError,
+        ["no pairs", "Add at least one"],
+    ),
+    "split without positives": (
+        replace_line(good_rows(), 7, "chr3,300,350,chr3,600,650,0"),
+        SplitError,
+        ["test split", "chr3", "no positives"],
+    ),
 }
 
 
@@ -197,8 +237,13 @@ def test_duplicate_rows_are_dropped_and_counted(genome, tmp_path):
 def test_audit_proves_chromosome_splits_clean_and_shows_the_random_leak(full_demo, tmp_path):
     require_bedtools()
     spec = WindowSpec(256, 224)
-    out, report = run_stage(tmp_path, full_demo["demo_a"], full_demo["genome"], spec,
-                            SplitSpec(val_chromosomes=("chr5",), test_chromosomes=("chr6",)))  # fmt: skip
+    out, report = run_stage(
+        tmp_path,
+        full_demo["demo_a"],
+        full_demo["genome"],
+        spec,
+        SplitSpec(val_chromosomes=("chr5",), test_chromosomes=("chr6",)),
+    )
     audit = pd.read_csv(out / "split_audit.tsv", sep="\t")
     assert audit[["overlapping_windows", "shared_elements"]].to_numpy().sum() == 0 and not report["leak_prone"]
     out, report = run_stage(tmp_path, full_demo["demo_a"], full_demo["genome"], spec, SplitSpec(mode="random"))

@@ -17,7 +17,9 @@ def test_every_output_exists_for_both_cell_lines_and_models(finished):
     for cell in ("demo_a", "demo_b"):
         assert (results / cell / "windows.tsv").exists() and (results / cell / "shards" / "manifest.json").exists()
         audit = pd.read_csv(results / cell / "split_audit.tsv", sep="\t")
-        assert audit[["overlapping_windows", "shared_elements"]].to_numpy().sum() == 0  # chromosome split: nothing shared
+        assert (
+            audit[["overlapping_windows", "shared_elements"]].to_numpy().sum() == 0
+        )  # chromosome split: nothing shared
         for model in ("linear", "softmax"):
             folder = results / cell / model
             for name in ("model.safetensors", "model.json", "train_log.tsv", "predictions.tsv", "metrics.json"):
@@ -59,7 +61,7 @@ def test_every_metric_equals_scikit_learn_on_predictions_tsv(finished):
         balanced_accuracy_score,
         f1_score,
         matthews_corrcoef,
-        roc_auc_score,  # fmt: skip
+        roc_auc_score,
     )
 
     for cell in ("demo_a", "demo_b"):
@@ -111,8 +113,13 @@ def test_rerun_has_nothing_to_do_and_report_shows_every_figure_with_a_caption(fi
     assert report.returncode == 0, report.stderr[-3000:]
     entries = report_results((finished / "results" / "report.html").read_text(errors="replace"))
     figures = sorted(str(path.relative_to(finished)) for path in (finished / "results" / "plots").rglob("*.png"))
-    tables = ["results/summary.tsv", "results/transfer/linear.tsv", "results/transfer/softmax.tsv",
-              "results/demo_a/split_audit.tsv", "results/demo_b/split_audit.tsv"]  # fmt: skip
+    tables = [
+        "results/summary.tsv",
+        "results/transfer/linear.tsv",
+        "results/transfer/softmax.tsv",
+        "results/demo_a/split_audit.tsv",
+        "results/demo_b/split_audit.tsv",
+    ]
     assert len(figures) == 12 and set(figures + tables) <= set(entries)
     for path in figures + tables:
         entry = entries[path]
@@ -175,8 +182,16 @@ def test_a_new_cell_line_schedules_only_its_own_jobs_and_the_aggregates(finished
     jobs = re.findall(r"rule (\w+):\n(?:    .*\n)*?    wildcards: ([^\n]*)", dry.stdout)
     per_cell = {(rule, wildcards) for rule, wildcards in jobs if "cell=" in wildcards}
     assert per_cell and all("cell=demo_c" in wildcards for _, wildcards in per_cell)
-    assert {rule for rule, _ in per_cell} >= {"windows", "encode", "train", "evaluate", "baseline",
-                                             "plot_roc_pr", "plot_calibration", "plot_training"}  # fmt: skip
+    assert {rule for rule, _ in per_cell} >= {
+        "windows",
+        "encode",
+        "train",
+        "evaluate",
+        "baseline",
+        "plot_roc_pr",
+        "plot_calibration",
+        "plot_training",
+    }
     aggregates = {rule for rule, wildcards in jobs if "cell=" not in wildcards}
     assert aggregates == {"transfer", "plot_transfer"}  # per model; summary and comparison have no wildcards
     assert re.search(r"rule summary:", dry.stdout) and re.search(r"rule plot_comparison:", dry.stdout)

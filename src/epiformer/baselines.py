@@ -62,22 +62,27 @@ def read_windows(path: str | Path) -> pd.DataFrame:
     return pd.read_csv(path, sep="\t", dtype={"enhancer_chrom": str, "promoter_chrom": str})
 
 
-def split_tables(windows: pd.DataFrame, shards: dict[str, ShardSet],
-                 windows_path="windows.tsv") -> dict[str, pd.DataFrame]:  # fmt: skip
+def split_tables(
+    windows: pd.DataFrame, shards: dict[str, ShardSet], windows_path="windows.tsv"
+) -> dict[str, pd.DataFrame]:
     """The windows.tsv rows of each split's pairs, in shard order; fails when the two disagree."""
     by_id = windows.set_index("pair_id")
     tables = {}
     for split, shard_set in shards.items():
         missing = np.setdiff1d(shard_set.pair_id, by_id.index.to_numpy())
         if len(missing):
-            raise ShardError(f"{windows_path}: pair_id {missing[0]} of the {split} shards is missing ({len(missing)} "
-                             "in all); the shards come from another windows.tsv: re-run encode.")  # fmt: skip
+            raise ShardError(
+                f"{windows_path}: pair_id {missing[0]} of the {split} shards is missing ({len(missing)} "
+                "in all); the shards come from another windows.tsv: re-run encode."
+            )
         table = by_id.loc[shard_set.pair_id].reset_index()
         disagree = (table["label"].to_numpy() != shard_set.label) | (table["split"].to_numpy() != split)
         if disagree.any():
             first = table["pair_id"].iloc[int(np.argmax(disagree))]
-            raise ShardError(f"{windows_path}: pair_id {first} has another label or split than in the shards "
-                             f"({int(disagree.sum())} pairs); re-run encode.")  # fmt: skip
+            raise ShardError(
+                f"{windows_path}: pair_id {first} has another label or split than in the shards "
+                f"({int(disagree.sum())} pairs); re-run encode."
+            )
         tables[split] = table
     return tables
 
@@ -161,8 +166,9 @@ def propensity_features(tables: dict[str, pd.DataFrame], pseudo_pairs: float) ->
     return {split: np.column_stack(parts) for split, parts in features.items()}, {"prior": prior, **seen}
 
 
-def fit_logistic(features: dict[str, np.ndarray], labels: dict[str, np.ndarray], c_grid: tuple[float, ...],
-                 seed: int = 0) -> tuple[dict[str, np.ndarray], float]:  # fmt: skip
+def fit_logistic(
+    features: dict[str, np.ndarray], labels: dict[str, np.ndarray], c_grid: tuple[float, ...], seed: int = 0
+) -> tuple[dict[str, np.ndarray], float]:
     """Standardised L2 logistic regression fitted on train for each C; the C with the best
     validation AUPRC (the smallest on ties) scores every split. Returns rounded scores by split,
     and C."""
@@ -178,8 +184,9 @@ def fit_logistic(features: dict[str, np.ndarray], labels: dict[str, np.ndarray],
     return {split: np.round(model.predict_proba(x)[:, 1], SCORE_DECIMALS) for split, x in features.items()}, c
 
 
-def baseline_features(name: str, tables: dict[str, pd.DataFrame], shards: dict[str, ShardSet],
-                      kmer_size: int, pseudo_pairs: float) -> tuple[dict[str, np.ndarray], dict]:  # fmt: skip
+def baseline_features(
+    name: str, tables: dict[str, pd.DataFrame], shards: dict[str, ShardSet], kmer_size: int, pseudo_pairs: float
+) -> tuple[dict[str, np.ndarray], dict]:
     """Feature matrices by split, and what describes them, for one baseline."""
     if name == "distance":
         return {split: distance_features(table) for split, table in tables.items()}, {}
@@ -194,8 +201,17 @@ def baseline_features(name: str, tables: dict[str, pd.DataFrame], shards: dict[s
     raise ValueError(f"Unknown baseline {name!r}: choose one of {', '.join(BASELINES)}.")
 
 
-def run_baseline(name: str, windows_path, shard_dir, predictions_path, metrics_path, kmer_size: int = 5,
-                 pseudo_pairs: float = 1.0, resamples: int = 1000, seed: int = 0) -> dict:  # fmt: skip
+def run_baseline(
+    name: str,
+    windows_path,
+    shard_dir,
+    predictions_path,
+    metrics_path,
+    kmer_size: int = 5,
+    pseudo_pairs: float = 1.0,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> dict:
     """Fit one baseline on train, choose C and the threshold on val, score test; write predictions.tsv
     and metrics.json (see module docstring)."""
     if name not in BASELINES:
@@ -205,12 +221,20 @@ def run_baseline(name: str, windows_path, shard_dir, predictions_path, metrics_p
     labels = {split: shard_set.label.astype(int) for split, shard_set in shards.items()}
     features, description = baseline_features(name, tables, shards, kmer_size, pseudo_pairs)
     scores, c = fit_logistic(features, labels, C_GRIDS[name], seed)
-    frames = {split: pd.DataFrame({"pair_id": shards[split].pair_id, "label": labels[split], "score": scores[split]})
-              for split in ("val", "test")}  # fmt: skip
+    frames = {
+        split: pd.DataFrame({"pair_id": shards[split].pair_id, "label": labels[split], "score": scores[split]})
+        for split in ("val", "test")
+    }
     metrics = {**compute_metrics(frames["test"], frames["val"], resamples, seed), **data_fields(shard_dir)}
-    metrics["baseline"] = {"name": name, "features": int(features["train"].shape[1]), "C": c, "seed": seed,
-                           "train_pairs": len(tables["train"]), "epiformer_version": __version__,
-                           **description}  # fmt: skip
+    metrics["baseline"] = {
+        "name": name,
+        "features": int(features["train"].shape[1]),
+        "C": c,
+        "seed": seed,
+        "train_pairs": len(tables["train"]),
+        "epiformer_version": __version__,
+        **description,
+    }
     write_predictions(frames["test"], predictions_path)
     atomic_write_text(Path(metrics_path), json.dumps(metrics, indent=2))
     return metrics

@@ -56,30 +56,65 @@ def add_predict(commands) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     required = parser.add_argument_group("required arguments")
-    required.add_argument("--model", required=True, metavar="DIR",
-                          help="trained model folder, results/<cell>/<model> or results/pooled/<model> (model.json + model.safetensors)")
-    required.add_argument("--genome", required=True, metavar="FASTA",
-                          help="genome FASTA of the pairs' build, plain or bgzip-compressed (.fai made if missing)")
-    required.add_argument("--pairs", required=True, metavar="FILE",
-                          help="pairs: TargetFinder CSV (header) or BEDPE (tab-separated); .gz read transparently")
+    required.add_argument(
+        "--model",
+        required=True,
+        metavar="DIR",
+        help="trained model folder, results/<cell>/<model> or results/pooled/<model> (model.json + model.safetensors)",
+    )
+    required.add_argument(
+        "--genome",
+        required=True,
+        metavar="FASTA",
+        help="genome FASTA of the pairs' build, plain or bgzip-compressed (.fai made if missing)",
+    )
+    required.add_argument(
+        "--pairs",
+        required=True,
+        metavar="FILE",
+        help="pairs: TargetFinder CSV (header) or BEDPE (tab-separated); .gz read transparently",
+    )
     required.add_argument("--out", required=True, metavar="TSV", help="scores to write: pair_id, score")
-    parser.add_argument("--unscored", metavar="TSV",
-                        help="pairs that could not be scored, with line and reason (default: OUT with "
-                             ".unscored.tsv in place of .tsv)")
-    parser.add_argument("--batch-size", type=positive_int, default=256, metavar="N",
-                        help="pairs per forward pass (default: %(default)s, as in evaluation)")
-    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
-                        help="where the model runs (default: %(default)s; cuda runs in bf16 autocast, as in "
-                             "training, so its scores differ slightly from the CPU's)")
+    parser.add_argument(
+        "--unscored",
+        metavar="TSV",
+        help="pairs that could not be scored, with line and reason (default: OUT with .unscored.tsv in place of .tsv)",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=256,
+        metavar="N",
+        help="pairs per forward pass (default: %(default)s, as in evaluation)",
+    )
+    parser.add_argument(
+        "--device",
+        choices=("cpu", "cuda"),
+        default="cpu",
+        help="where the model runs (default: %(default)s; cuda runs in bf16 autocast, as in "
+        "training, so its scores differ slightly from the CPU's)",
+    )
     parser.add_argument("--threads", type=positive_int, metavar="N", help="CPU threads for torch (default: torch's)")
-    overrides = parser.add_argument_group("window settings", "default: as recorded in model.json at training; "
-                                                             "change them only knowingly")
-    overrides.add_argument("--edge", choices=("shift", "drop"),
-                           help="window past a chromosome end: shift it inside, or leave the pair unscored")
-    overrides.add_argument("--max-n-fraction", type=fraction, metavar="F",
-                           help="leave pairs unscored whose enhancer or promoter window is more than F N")
-    overrides.add_argument("--allow-trans", action=argparse.BooleanOptionalAction, default=None,
-                           help="score pairs whose elements lie on different chromosomes")
+    overrides = parser.add_argument_group(
+        "window settings", "default: as recorded in model.json at training; change them only knowingly"
+    )
+    overrides.add_argument(
+        "--edge",
+        choices=("shift", "drop"),
+        help="window past a chromosome end: shift it inside, or leave the pair unscored",
+    )
+    overrides.add_argument(
+        "--max-n-fraction",
+        type=fraction,
+        metavar="F",
+        help="leave pairs unscored whose enhancer or promoter window is more than F N",
+    )
+    overrides.add_argument(
+        "--allow-trans",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="score pairs whose elements lie on different chromosomes",
+    )
     parser.add_argument("--log", metavar="FILE", help="also write the log to FILE")
     parser.set_defaults(run=run_predict, command_parser=parser)
 
@@ -96,9 +131,18 @@ def run_predict(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     if args.threads:
         torch.set_num_threads(args.threads)
     try:
-        predict_pairs(args.model, args.genome, args.pairs, args.out, unscored_path=args.unscored,
-                      batch_size=args.batch_size, device=args.device, edge=args.edge,
-                      max_n_fraction=args.max_n_fraction, allow_trans=args.allow_trans)  # fmt: skip
+        predict_pairs(
+            args.model,
+            args.genome,
+            args.pairs,
+            args.out,
+            unscored_path=args.unscored,
+            batch_size=args.batch_size,
+            device=args.device,
+            edge=args.edge,
+            max_n_fraction=args.max_n_fraction,
+            allow_trans=args.allow_trans,
+        )
     except (ModelError, GenomeError, PairsError) as error:
         log.error("%s", error)
         return 1

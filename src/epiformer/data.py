@@ -47,8 +47,10 @@ def load_manifest(shard_dir: str | Path) -> dict:
         raise ShardError(f"{path} is missing: re-run the encode step for this cell line.")
     manifest = json.loads(path.read_text())
     if manifest.get("format_version") != FORMAT_VERSION:
-        raise ShardError(f"{path}: shard format {manifest.get('format_version')}, this epiformer reads {FORMAT_VERSION}. "
-                         f"Re-encode: delete {Path(shard_dir)} (or `snakemake --forcerun encode`) and run again.")  # fmt: skip
+        raise ShardError(
+            f"{path}: shard format {manifest.get('format_version')}, this epiformer reads {FORMAT_VERSION}. "
+            f"Re-encode: delete {Path(shard_dir)} (or `snakemake --forcerun encode`) and run again."
+        )
     return manifest
 
 
@@ -60,8 +62,13 @@ def map_safetensors(path: Path) -> dict[str, np.memmap]:
     header.pop("__metadata__", None)
     data_start = 8 + header_size
     return {
-        name: np.memmap(path, dtype=SAFETENSORS_DTYPES[info["dtype"]], mode="r",
-                        offset=data_start + info["data_offsets"][0], shape=tuple(info["shape"]))  # fmt: skip
+        name: np.memmap(
+            path,
+            dtype=SAFETENSORS_DTYPES[info["dtype"]],
+            mode="r",
+            offset=data_start + info["data_offsets"][0],
+            shape=tuple(info["shape"]),
+        )
         for name, info in header.items()
     }
 
@@ -79,12 +86,21 @@ def pooled_manifest(shard_dirs: list[str | Path]) -> dict:
     for shard_dir, manifest in zip(shard_dirs[1:], manifests[1:]):
         for key in ("widths", "flank", "windows", "split"):
             if manifest.get(key) != first.get(key):
-                raise ShardError(f"{shard_dir}: {key} {manifest.get(key)} differs from {shard_dirs[0]} "
-                                 f"({first.get(key)}); cell lines pooled into one model need the same windows.")  # fmt: skip
-    shards = [{**entry, "dir": str(shard_dir), "source": source}
-              for source, (shard_dir, m) in enumerate(zip(shard_dirs, manifests)) for entry in m["shards"]]  # fmt: skip
-    return {**first, "shards": shards, "inputs": [m["inputs"] for m in manifests],
-            "sources": [str(shard_dir) for shard_dir in shard_dirs]}  # fmt: skip
+                raise ShardError(
+                    f"{shard_dir}: {key} {manifest.get(key)} differs from {shard_dirs[0]} "
+                    f"({first.get(key)}); cell lines pooled into one model need the same windows."
+                )
+    shards = [
+        {**entry, "dir": str(shard_dir), "source": source}
+        for source, (shard_dir, m) in enumerate(zip(shard_dirs, manifests))
+        for entry in m["shards"]
+    ]
+    return {
+        **first,
+        "shards": shards,
+        "inputs": [m["inputs"] for m in manifests],
+        "sources": [str(shard_dir) for shard_dir in shard_dirs],
+    }
 
 
 def shard_manifest(shard_dir: str | Path | list) -> dict:
@@ -113,8 +129,9 @@ class ShardSet:
         self.pair_id = np.concatenate(ids)  # int64 [N]; pooled cell lines may repeat ids
         self.distance = np.concatenate(distances)  # int64 [N], -1 across chromosomes
         # int64 [N]: which folder (cell line, when pooled) each pair comes from, its position in `shard_dir`
-        self.source = np.repeat([entry.get("source", 0) for entry in self.entries],
-                                [entry["rows"] for entry in self.entries]).astype(np.int64)  # fmt: skip
+        self.source = np.repeat(
+            [entry.get("source", 0) for entry in self.entries], [entry["rows"] for entry in self.entries]
+        ).astype(np.int64)
         self.starts = np.cumsum([0] + [entry["rows"] for entry in self.entries])
         self._maps: list[dict[str, np.memmap]] | None = None
 
@@ -158,8 +175,14 @@ class PackedPairs:
     `pair_id`: int64 [N]; `distance`: int64 [N] as in windows.tsv; `label`: [N], zeros when unknown.
     """
 
-    def __init__(self, tensors: dict[str, np.ndarray], pair_id: np.ndarray, distance: np.ndarray,
-                 label: np.ndarray | None = None, flank: int = 0):  # fmt: skip
+    def __init__(
+        self,
+        tensors: dict[str, np.ndarray],
+        pair_id: np.ndarray,
+        distance: np.ndarray,
+        label: np.ndarray | None = None,
+        flank: int = 0,
+    ):
         self._tensors = {element: tensors[element] for element in ELEMENTS}
         self.lengths = {element: 2 * packed.shape[1] for element, packed in self._tensors.items()}
         self.flank = flank
@@ -203,8 +226,18 @@ def reverse_complement(onehot: np.ndarray, flip: np.ndarray) -> np.ndarray:
 class PairBatches(torch.utils.data.Dataset):
     """Batches of one split for one epoch; item i is batch i (see module docstring)."""
 
-    def __init__(self, shards: ShardSet, batch_size: int, shuffle: bool = False, seed: int = 0, epoch: int = 0,
-                 max_shift: int = 0, reverse_complement_prob: float = 0.0, rank: int = 0, world_size: int = 1):  # fmt: skip
+    def __init__(
+        self,
+        shards: ShardSet,
+        batch_size: int,
+        shuffle: bool = False,
+        seed: int = 0,
+        epoch: int = 0,
+        max_shift: int = 0,
+        reverse_complement_prob: float = 0.0,
+        rank: int = 0,
+        world_size: int = 1,
+    ):
         self.shards, self.batch_size = shards, batch_size
         self.seed, self.epoch, self.rank = seed, epoch, rank
         self.augment = shuffle and (max_shift > 0 or reverse_complement_prob > 0)
@@ -244,6 +277,12 @@ def batch_loader(batches: PairBatches, workers: int = 0) -> torch.utils.data.Dat
     """A DataLoader over whole batches; `workers` processes build them in parallel."""
     # Its own generator: a DataLoader otherwise draws a seed from the global torch RNG, which
     # would shift the dropout stream between a resumed run and an uninterrupted one.
-    return torch.utils.data.DataLoader(batches, batch_size=None, shuffle=False, num_workers=workers,
-                                       persistent_workers=False, prefetch_factor=4 if workers else None,
-                                       generator=torch.Generator().manual_seed(0))  # fmt: skip
+    return torch.utils.data.DataLoader(
+        batches,
+        batch_size=None,
+        shuffle=False,
+        num_workers=workers,
+        persistent_workers=False,
+        prefetch_factor=4 if workers else None,
+        generator=torch.Generator().manual_seed(0),
+    )

@@ -231,17 +231,36 @@ def element_name(kind: str, index: int) -> str:
 
 def write_targetfinder(rows, enhancers, promoters, path: Path) -> None:
     columns = [
-        "enhancer_chrom", "enhancer_start", "enhancer_end", "enhancer_name",
-        "promoter_chrom", "promoter_start", "promoter_end", "promoter_name",
-        "enhancer_distance_to_promoter", "label",
-    ]  # fmt: skip
+        "enhancer_chrom",
+        "enhancer_start",
+        "enhancer_end",
+        "enhancer_name",
+        "promoter_chrom",
+        "promoter_start",
+        "promoter_end",
+        "promoter_name",
+        "enhancer_distance_to_promoter",
+        "label",
+    ]
     with open(path, "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(columns)
         for i, j, distance, label, _ in rows:
             e, p = enhancers[i], promoters[j]
-            writer.writerow([e.chrom, e.start, e.end, element_name("enh", i),
-                             p.chrom, p.start, p.end, element_name("prom", j), distance, label])  # fmt: skip
+            writer.writerow(
+                [
+                    e.chrom,
+                    e.start,
+                    e.end,
+                    element_name("enh", i),
+                    p.chrom,
+                    p.start,
+                    p.end,
+                    element_name("prom", j),
+                    distance,
+                    label,
+                ]
+            )
 
 
 def write_bedpe(rows, enhancers, promoters, path: Path) -> None:

@@ -116,7 +116,9 @@ def plan_shards(windows: pd.DataFrame, shard_size: int) -> list[ShardJob]:
     jobs = []
     for split, frame in windows.groupby("split", sort=False):
         for number, offset in enumerate(range(0, len(frame), shard_size)):
-            jobs.append(ShardJob(f"{split}/shard-{number:05d}.safetensors", split, frame.iloc[offset : offset + shard_size]))
+            jobs.append(
+                ShardJob(f"{split}/shard-{number:05d}.safetensors", split, frame.iloc[offset : offset + shard_size])
+            )
     return jobs
 
 
@@ -127,8 +129,13 @@ def encode_one_shard(genome: Genome, job: ShardJob, outdir: Path, flank: int) ->
     tensors["pair_id"] = job.windows["pair_id"].to_numpy(dtype=np.int64)
     tensors["distance"] = job.windows["distance"].to_numpy(dtype=np.int64)
     digest = write_shard(outdir / job.relative, tensors)
-    return {"path": job.relative, "split": job.split, "rows": len(job.windows),
-            "positives": int(tensors["label"].sum()), "sha256": digest}  # fmt: skip
+    return {
+        "path": job.relative,
+        "split": job.split,
+        "rows": len(job.windows),
+        "positives": int(tensors["label"].sum()),
+        "sha256": digest,
+    }
 
 
 _worker_genome: Genome | None = None
@@ -177,7 +184,9 @@ def encode_shards(
     with Genome(genome_path) as genome:
         if workers > 1:
             with ProcessPoolExecutor(workers, initializer=_open_worker_genome, initargs=(str(genome_path),)) as pool:
-                entries = list(progress(pool.map(_encode_in_worker, jobs, repeat(outdir), repeat(flank)), len(jobs), "shards"))
+                entries = list(
+                    progress(pool.map(_encode_in_worker, jobs, repeat(outdir), repeat(flank)), len(jobs), "shards")
+                )
         else:
             entries = [encode_one_shard(genome, job, outdir, flank) for job in progress(jobs, len(jobs), "shards")]
         genome_sha256 = genome.index_sha256()
@@ -190,12 +199,13 @@ def encode_shards(
         "widths": widths,
         "flank": flank,
         "lengths": {e: w + 2 * flank for e, w in widths.items()},
-        "split": {"mode": (split_report or {}).get("split_mode", "chromosome"),
-                  "leak_prone": bool((split_report or {}).get("leak_prone", False))},
+        "split": {
+            "mode": (split_report or {}).get("split_mode", "chromosome"),
+            "leak_prone": bool((split_report or {}).get("leak_prone", False)),
+        },
         "windows": (split_report or {}).get("windows"),  # the WindowSpec; None when the report predates it
         "shards": entries,
         "inputs": {"pairs_sha256": pairs_sha256, "genome_index_sha256": genome_sha256},
     }
     atomic_write_text(outdir / "manifest.json", json.dumps(manifest, indent=2))
     return manifest
-

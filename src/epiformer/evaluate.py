@@ -87,11 +87,17 @@ def paired_bootstrap_difference(labels, scores_a, scores_b, metric, resamples: i
     and `resamples_used`.
     """
     labels, scores_a, scores_b = np.asarray(labels), np.asarray(scores_a), np.asarray(scores_b)
-    values = [metric(labels[rows], scores_a[rows]) - metric(labels[rows], scores_b[rows])
-              for rows in bootstrap_rows(labels, resamples, seed)]  # fmt: skip
+    values = [
+        metric(labels[rows], scores_a[rows]) - metric(labels[rows], scores_b[rows])
+        for rows in bootstrap_rows(labels, resamples, seed)
+    ]
     low, high = (np.percentile(values, 2.5), np.percentile(values, 97.5)) if values else (np.nan, np.nan)
-    return {"difference": float(metric(labels, scores_a) - metric(labels, scores_b)), "lo": float(low),
-            "hi": float(high), "resamples_used": len(values)}  # fmt: skip
+    return {
+        "difference": float(metric(labels, scores_a) - metric(labels, scores_b)),
+        "lo": float(low),
+        "hi": float(high),
+        "resamples_used": len(values),
+    }
 
 
 def compute_metrics(test: pd.DataFrame, val: pd.DataFrame | None, resamples: int = 1000, seed: int = 0) -> dict:
@@ -110,14 +116,18 @@ def compute_metrics(test: pd.DataFrame, val: pd.DataFrame | None, resamples: int
     if val is not None:
         threshold = best_f1_threshold(val["label"].to_numpy(int), val["score"].to_numpy(float))
         predicted = scores >= threshold
-        metrics.update(threshold=threshold, f1=float(f1_score(labels, predicted)),
-                       mcc=float(matthews_corrcoef(labels, predicted)),
-                       balanced_accuracy=float(balanced_accuracy_score(labels, predicted)))  # fmt: skip
+        metrics.update(
+            threshold=threshold,
+            f1=float(f1_score(labels, predicted)),
+            mcc=float(matthews_corrcoef(labels, predicted)),
+            balanced_accuracy=float(balanced_accuracy_score(labels, predicted)),
+        )
     return metrics
 
 
-def evaluate_model(model_dir: str | Path, shard_dir: str | Path, predictions_path, metrics_path,
-                   resamples: int = 1000, seed: int = 0) -> dict:  # fmt: skip
+def evaluate_model(
+    model_dir: str | Path, shard_dir: str | Path, predictions_path, metrics_path, resamples: int = 1000, seed: int = 0
+) -> dict:
     """Score validation and test splits with a trained model; write predictions.tsv and metrics.json."""
     model, _ = load_trained_model(model_dir)
     device = torch.device("cpu")
@@ -134,8 +144,11 @@ def evaluate_model(model_dir: str | Path, shard_dir: str | Path, predictions_pat
 def data_fields(shard_dir) -> dict:
     """What metrics.json says about the data: split mode, whether it is leak-prone, window widths."""
     manifest = load_manifest(shard_dir)
-    return {"split_mode": manifest["split"]["mode"], "leak_prone": manifest["split"]["leak_prone"],
-            "data_widths": manifest["widths"]}  # fmt: skip
+    return {
+        "split_mode": manifest["split"]["mode"],
+        "leak_prone": manifest["split"]["leak_prone"],
+        "data_widths": manifest["widths"],
+    }
 
 
 def write_predictions(frame: pd.DataFrame, path) -> None:

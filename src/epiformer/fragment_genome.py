@@ -145,9 +145,14 @@ def _add_contig(contigs, path: Path, header: str, line: int, pieces: list[bytes]
     if chrom not in sizes:
         some = ", ".join(list(sizes)[:5]) + (", ..." if len(sizes) > 5 else "")
         flipped = chrom[3:] if chrom.startswith("chr") else f"chr{chrom}"
-        hint = (f"The sizes name it {flipped!r}: only the `chr` prefix differs; rename one side." if flipped in sizes
-                else "Use the chromosome sizes of the build the contigs come from.")  # fmt: skip
-        raise GenomeError(f"{where}: contig {header!r} is on {chrom!r}, which is not in {sizes_path} (it has {some}). {hint}")
+        hint = (
+            f"The sizes name it {flipped!r}: only the `chr` prefix differs; rename one side."
+            if flipped in sizes
+            else "Use the chromosome sizes of the build the contigs come from."
+        )
+        raise GenomeError(
+            f"{where}: contig {header!r} is on {chrom!r}, which is not in {sizes_path} (it has {some}). {hint}"
+        )
     if last > sizes[chrom]:
         raise GenomeError(
             f"{where}: contig {header!r} ends at {last}, past the end of {chrom} ({sizes[chrom]} bp in "
@@ -241,8 +246,9 @@ def write_chromosomes(writer: BgzfWriter, sizes: dict[str, int], pieces: dict[st
     return "".join(fai)
 
 
-def build_fragment_genome(fragments: str | Path, sizes_path: str | Path, output: str | Path,
-                          level: int = 6) -> GenomeBuild:  # fmt: skip
+def build_fragment_genome(
+    fragments: str | Path, sizes_path: str | Path, output: str | Path, level: int = 6
+) -> GenomeBuild:
     """Write `output` (BGZF FASTA), `output.fai` and `output.gzi` from contigs and chromosome sizes.
 
     All input checks run before anything is written. The genome and then its indexes are

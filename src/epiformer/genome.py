@@ -171,8 +171,11 @@ class Genome:
         if self._compressed:
             import pysam
 
-            self._fasta = pysam.FastaFile(str(self.path), filepath_index=str(fai_path(self.path)),
-                                          filepath_index_compressed=str(gzi_path(self.path)))  # fmt: skip
+            self._fasta = pysam.FastaFile(
+                str(self.path),
+                filepath_index=str(fai_path(self.path)),
+                filepath_index_compressed=str(gzi_path(self.path)),
+            )
         else:
             self._handle = open(self.path, "rb")
             self._map = mmap.mmap(self._handle.fileno(), 0, access=mmap.ACCESS_READ)

@@ -44,7 +44,9 @@ def detect_format(path: Path) -> str:
                 first = line.lstrip("#").strip()
                 break
         else:
-            raise PairsError(f"{path}: the file is empty. Give a TargetFinder CSV or BEDPE file with at least one pair.")
+            raise PairsError(
+                f"{path}: the file is empty. Give a TargetFinder CSV or BEDPE file with at least one pair."
+            )
     if "\t" not in first and len(first.split(",")) >= 6:
         return "targetfinder"  # any CSV is read as TargetFinder; missing columns are named there
     if len(first.split("\t")) >= 6:

@@ -38,8 +38,9 @@ def split_caption(split_mode: str) -> str:
     return "held-out chromosomes" if split_mode == "chromosome" else f"{split_mode} split - LEAK-PRONE"
 
 
-def plot_roc_pr(cell_line: str, predictions: dict[str, str | Path], out_png: str | Path,
-                split_mode: str = "chromosome") -> None:  # fmt: skip
+def plot_roc_pr(
+    cell_line: str, predictions: dict[str, str | Path], out_png: str | Path, split_mode: str = "chromosome"
+) -> None:
     """ROC (left) and precision-recall (right, with the prevalence line) for every model of a cell line."""
     fig, (roc_ax, pr_ax) = plt.subplots(1, 2, figsize=(10, 4.5))
     prevalence = None
@@ -52,15 +53,28 @@ def plot_roc_pr(cell_line: str, predictions: dict[str, str | Path], out_png: str
         roc_ax.plot(fpr, tpr, style, label=f"{model} (AUROC {roc_auc_score(labels, scores):.3f})")
         # Steps, as average precision integrates them; tied scores (a constant baseline) then
         # read as a flat line at the prevalence instead of a misleading diagonal.
-        pr_ax.plot(recall, precision, style, drawstyle="steps-post",
-                   label=f"{model} (AUPRC {average_precision_score(labels, scores):.3f})")  # fmt: skip
+        pr_ax.plot(
+            recall,
+            precision,
+            style,
+            drawstyle="steps-post",
+            label=f"{model} (AUPRC {average_precision_score(labels, scores):.3f})",
+        )
         prevalence = labels.mean()
     roc_ax.plot([0, 1], [0, 1], color="grey", linestyle=":", label="chance")
     if prevalence is not None:
         pr_ax.axhline(prevalence, color="grey", linestyle=":", label=f"prevalence {prevalence:.2f}")
-    roc_ax.set(xlabel="False positive rate", ylabel="True positive rate", title=f"{cell_line}: ROC, test ({split_caption(split_mode)})")
-    pr_ax.set(xlabel="Recall", ylabel="Precision", ylim=(0, 1.02),
-               title=f"{cell_line}: PR, test ({split_caption(split_mode)})")  # fmt: skip
+    roc_ax.set(
+        xlabel="False positive rate",
+        ylabel="True positive rate",
+        title=f"{cell_line}: ROC, test ({split_caption(split_mode)})",
+    )
+    pr_ax.set(
+        xlabel="Recall",
+        ylabel="Precision",
+        ylim=(0, 1.02),
+        title=f"{cell_line}: PR, test ({split_caption(split_mode)})",
+    )
     roc_ax.legend(loc="lower right", fontsize=8)
     pr_ax.legend(loc="lower center", ncol=2, fontsize=7)  # below the prevalence line, where curves rarely go
     for ax in (roc_ax, pr_ax):
@@ -69,8 +83,9 @@ def plot_roc_pr(cell_line: str, predictions: dict[str, str | Path], out_png: str
     save_figure(fig, out_png)
 
 
-def plot_training(cell_line: str, model: str, train_log: str | Path, out_png: str | Path,
-                  split_mode: str = "chromosome") -> None:  # fmt: skip
+def plot_training(
+    cell_line: str, model: str, train_log: str | Path, out_png: str | Path, split_mode: str = "chromosome"
+) -> None:
     """Loss (left) and validation AUROC/AUPRC (right) per epoch."""
     log = pd.read_csv(train_log, sep="\t")
     fig, (loss_ax, metric_ax) = plt.subplots(1, 2, figsize=(10, 4))
@@ -103,8 +118,9 @@ def plot_scaling(table_path: str | Path, out_png: str | Path) -> None:
         start_t, start_s = tokens[0], anchor["seconds"].iloc[0]
         time_ax.plot(tokens, start_s * tokens / start_t, color="grey", linestyle=":", label="O(T) guide")
         time_ax.plot(tokens, start_s * (tokens / start_t) ** 2, color="black", linestyle=":", label="O(T²) guide")
-    time_ax.set(xscale="log", yscale="log", xlabel="tokens T", ylabel="seconds (forward + backward)",
-                title="Time per pass")  # fmt: skip
+    time_ax.set(
+        xscale="log", yscale="log", xlabel="tokens T", ylabel="seconds (forward + backward)", title="Time per pass"
+    )
     memory_ax.set(xscale="log", yscale="log", xlabel="tokens T", ylabel="peak extra memory (MB)", title="Peak memory")
     for ax in (time_ax, memory_ax):
         ax.grid(alpha=0.3, which="both")
@@ -120,24 +136,38 @@ def reliability(labels: np.ndarray, scores: np.ndarray, bins: int = 10) -> pd.Da
     edges = np.linspace(0, 1, bins + 1)
     which = np.clip(np.digitize(scores, edges[1:-1]), 0, bins - 1)
     frame = pd.DataFrame({"bin": which, "score": scores, "label": labels})
-    return frame.groupby("bin").agg(mean_score=("score", "mean"), positive_rate=("label", "mean"),
-                                    pairs=("label", "size")).reset_index()  # fmt: skip
+    return (
+        frame.groupby("bin")
+        .agg(mean_score=("score", "mean"), positive_rate=("label", "mean"), pairs=("label", "size"))
+        .reset_index()
+    )
 
 
-def plot_calibration(cell_line: str, predictions: dict[str, str | Path], out_png: str | Path,
-                     split_mode: str = "chromosome") -> None:  # fmt: skip
+def plot_calibration(
+    cell_line: str, predictions: dict[str, str | Path], out_png: str | Path, split_mode: str = "chromosome"
+) -> None:
     """Reliability diagram (top) and score histograms (bottom) of every model on the test split."""
     fig, (curve_ax, hist_ax) = plt.subplots(2, 1, figsize=(6.5, 7), height_ratios=[3, 1.3], sharex=True)
     curve_ax.plot([0, 1], [0, 1], color="grey", linestyle=":", label="perfectly calibrated")
     for model, path in predictions.items():
         frame = pd.read_csv(path, sep="\t")
         table = reliability(frame["label"].to_numpy(), frame["score"].to_numpy())
-        (line,) = curve_ax.plot(table["mean_score"], table["positive_rate"], line_style(model), marker="o",
-                                markersize=4, label=model)  # fmt: skip
-        hist_ax.hist(frame["score"], bins=np.linspace(0, 1, 21), histtype="step", color=line.get_color(),
-                     linestyle=line_style(model))  # fmt: skip
-    curve_ax.set(ylabel="observed fraction of positives", xlim=(0, 1), ylim=(0, 1),
-                 title=f"{cell_line}: calibration, test ({split_caption(split_mode)})")  # fmt: skip
+        (line,) = curve_ax.plot(
+            table["mean_score"], table["positive_rate"], line_style(model), marker="o", markersize=4, label=model
+        )
+        hist_ax.hist(
+            frame["score"],
+            bins=np.linspace(0, 1, 21),
+            histtype="step",
+            color=line.get_color(),
+            linestyle=line_style(model),
+        )
+    curve_ax.set(
+        ylabel="observed fraction of positives",
+        xlim=(0, 1),
+        ylim=(0, 1),
+        title=f"{cell_line}: calibration, test ({split_caption(split_mode)})",
+    )
     hist_ax.set(xlabel="predicted probability (10 equal-width bins above)", ylabel="pairs")
     curve_ax.legend(fontsize=8, loc="upper left")
     for ax in (curve_ax, hist_ax):
@@ -150,23 +180,38 @@ def plot_comparison(summary_tsv: str | Path, out_png: str | Path) -> None:
     """AUROC and AUPRC with 95% intervals for every (cell line, model or baseline), one row per cell line."""
     table = pd.read_csv(summary_tsv, sep="\t")
     cells = list(dict.fromkeys(table["cell_line"]))
-    fig, axes = plt.subplots(len(cells), 2, figsize=(10, 1.2 + 0.45 * table.groupby("cell_line").size().max() *
-                                                   len(cells)), squeeze=False)  # fmt: skip
+    fig, axes = plt.subplots(
+        len(cells), 2, figsize=(10, 1.2 + 0.45 * table.groupby("cell_line").size().max() * len(cells)), squeeze=False
+    )
     for row, cell in zip(axes, cells):
         part = table[table["cell_line"] == cell].reset_index(drop=True)
         for ax, metric in zip(row, ("auroc", "auprc")):
             for y, entry in part.iterrows():
                 colour = "tab:grey" if entry["kind"] == "baseline" else "tab:blue"
-                ax.errorbar(entry[metric], y, xerr=[[entry[metric] - entry[f"{metric}_lo"]],
-                            [entry[f"{metric}_hi"] - entry[metric]]], fmt="o", color=colour, capsize=3)  # fmt: skip
+                ax.errorbar(
+                    entry[metric],
+                    y,
+                    xerr=[[entry[metric] - entry[f"{metric}_lo"]], [entry[f"{metric}_hi"] - entry[metric]]],
+                    fmt="o",
+                    color=colour,
+                    capsize=3,
+                )
             if metric == "auroc":
                 ax.axvline(0.5, color="grey", linestyle=":", label="chance")
                 if "oracle_auroc" in part and part["oracle_auroc"].notna().any():
-                    ax.axvline(part["oracle_auroc"].dropna().iloc[0], color="tab:green", linestyle="--",
-                               label="oracle (true probabilities)")  # fmt: skip
+                    ax.axvline(
+                        part["oracle_auroc"].dropna().iloc[0],
+                        color="tab:green",
+                        linestyle="--",
+                        label="oracle (true probabilities)",
+                    )
             else:
-                ax.axvline(part["positives"].iloc[0] / part["n_test"].iloc[0], color="grey", linestyle=":",
-                           label="prevalence (chance)")  # fmt: skip
+                ax.axvline(
+                    part["positives"].iloc[0] / part["n_test"].iloc[0],
+                    color="grey",
+                    linestyle=":",
+                    label="prevalence (chance)",
+                )
             ax.set_yticks(range(len(part)), part["model"])
             ax.invert_yaxis()
             ax.set(xlabel=f"test {metric.upper()} (95% bootstrap interval)", title=f"{cell}: {metric.upper()}")
@@ -186,11 +231,14 @@ def plot_transfer(table_tsv: str | Path, model: str, out_png: str | Path) -> Non
     for ax, metric in zip(axes, ("auroc", "auprc")):
         matrix = table.pivot(index="train_cell", columns="test_cell", values=metric).loc[cells, cells]
         # AUROC on a diverging scale centred on chance, so worse-than-chance transfer shows too.
-        cmap, dark = ("coolwarm", lambda v: abs(v - 0.5) > 0.35) if metric == "auroc" else ("viridis", lambda v: v < 0.5)
+        cmap, dark = (
+            ("coolwarm", lambda v: abs(v - 0.5) > 0.35) if metric == "auroc" else ("viridis", lambda v: v < 0.5)
+        )
         image = ax.imshow(matrix.to_numpy(), cmap=cmap, vmin=0, vmax=1)
         for (i, j), value in np.ndenumerate(matrix.to_numpy()):
-            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=10,
-                    color="white" if dark(value) else "black")  # fmt: skip
+            ax.text(
+                j, i, f"{value:.2f}", ha="center", va="center", fontsize=10, color="white" if dark(value) else "black"
+            )
         ax.set_xticks(range(len(cells)), cells, rotation=45, ha="right")
         ax.set_yticks(range(len(cells)), cells)
         ax.set(xlabel="tested on (test split)", ylabel="trained on", title=f"{model}: {metric.upper()}")

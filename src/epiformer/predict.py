@@ -59,8 +59,10 @@ class ModelError(ValueError):
 def load_model_folder(model_dir: str | Path, device: torch.device | str = "cpu") -> tuple[EPITransformer, dict]:
     """The trained model and its `model.json`, or a ModelError that says which folder to give."""
     model_dir = Path(model_dir)
-    hint = ("Give a trained model folder, results/<cell>/<model> (or results/pooled/<model>), that holds "
-            "model.json and model.safetensors.")
+    hint = (
+        "Give a trained model folder, results/<cell>/<model> (or results/pooled/<model>), that holds "
+        "model.json and model.safetensors."
+    )
     if not model_dir.exists():
         raise ModelError(f"Model folder not found: {model_dir}. {hint}")
     if model_dir.is_file():
@@ -93,8 +95,9 @@ def load_model_folder(model_dir: str | Path, device: torch.device | str = "cpu")
     return model, description
 
 
-def window_spec_for(description: dict, edge: str | None = None, max_n_fraction: float | None = None,
-                    allow_trans: bool | None = None) -> WindowSpec:  # fmt: skip
+def window_spec_for(
+    description: dict, edge: str | None = None, max_n_fraction: float | None = None, allow_trans: bool | None = None
+) -> WindowSpec:
     """The WindowSpec the model was trained with (widths and settings from model.json); given values override.
 
     A model.json without window settings (written before they were recorded) gets the
@@ -103,10 +106,14 @@ def window_spec_for(description: dict, edge: str | None = None, max_n_fraction: 
     trained = dict(description.get("windows") or {})
     settings = {key: value for key, value in asdict(WindowSpec()).items() if not key.endswith("_width")}
     if not trained:
-        log.warning("model.json records no window settings (trained before they were recorded): using edge=%s, "
-                    "max_n_fraction=%s, allow_trans=%s unless --edge, --max-n-fraction or --allow-trans say otherwise; "
-                    "match them to the training config.", settings["edge"], settings["max_n_fraction"],
-                    settings["allow_trans"])  # fmt: skip
+        log.warning(
+            "model.json records no window settings (trained before they were recorded): using edge=%s, "
+            "max_n_fraction=%s, allow_trans=%s unless --edge, --max-n-fraction or --allow-trans say otherwise; "
+            "match them to the training config.",
+            settings["edge"],
+            settings["max_n_fraction"],
+            settings["allow_trans"],
+        )
     settings.update({key: value for key, value in trained.items() if key in settings})
     for key, value in {"edge": edge, "max_n_fraction": max_n_fraction, "allow_trans": allow_trans}.items():
         if value is None:
@@ -122,8 +129,10 @@ def open_genome(genome_path: str | Path) -> Genome:
     """A Genome handle, or a GenomeError that names the path and what to give instead."""
     genome_path = Path(genome_path)
     if not genome_path.is_file():
-        raise GenomeError(f"Genome FASTA not found: {genome_path}. Give the FASTA (plain or bgzip-compressed) of "
-                          "the build the pairs' coordinates refer to.")  # fmt: skip
+        raise GenomeError(
+            f"Genome FASTA not found: {genome_path}. Give the FASTA (plain or bgzip-compressed) of "
+            "the build the pairs' coordinates refer to."
+        )
     return Genome(genome_path)
 
 
@@ -162,15 +171,22 @@ def place_pair_windows(pairs: pd.DataFrame, genome: Genome, spec: WindowSpec) ->
     return windows, table
 
 
-def score_windows(model: EPITransformer, genome: Genome, windows: pd.DataFrame, batch_size: int = 256,
-                  device: torch.device | str = "cpu") -> pd.DataFrame:  # fmt: skip
+def score_windows(
+    model: EPITransformer,
+    genome: Genome,
+    windows: pd.DataFrame,
+    batch_size: int = 256,
+    device: torch.device | str = "cpu",
+) -> pd.DataFrame:
     """`pair_id, score` for every row of a windows table: centred windows, no augmentation, as in evaluation."""
     device = torch.device(device)
     offsets = range(0, len(windows), CHUNK_PAIRS)
     ids, scores = [np.zeros(0, np.int64)], [np.zeros(0, np.float32)]
     for offset in progress(offsets, len(offsets), f"scoring {len(windows):,} pairs"):
         part = windows.iloc[offset : offset + CHUNK_PAIRS]
-        data = PackedPairs(encode_windows(genome, part, flank=0), part["pair_id"].to_numpy(), part["distance"].to_numpy())
+        data = PackedPairs(
+            encode_windows(genome, part, flank=0), part["pair_id"].to_numpy(), part["distance"].to_numpy()
+        )
         part_scores, _, part_ids = predict_split(model, data, batch_size, device)
         ids.append(part_ids)
         scores.append(part_scores)
@@ -204,12 +220,22 @@ def predict_pairs(
     unscored_path = Path(unscored_path) if unscored_path else unscored_path_for(out_path)
     model, description = load_model_folder(model_dir, device)
     spec = window_spec_for(description, edge, max_n_fraction, allow_trans)
-    log.info("Model %s (%s attention): windows of %d bp (enhancer) and %d bp (promoter), edge=%s, max_n_fraction=%s, "
-             "allow_trans=%s", model_dir, description["model"].get("attention"), spec.enhancer_width,
-             spec.promoter_width, spec.edge, spec.max_n_fraction, spec.allow_trans)  # fmt: skip
+    log.info(
+        "Model %s (%s attention): windows of %d bp (enhancer) and %d bp (promoter), edge=%s, max_n_fraction=%s, "
+        "allow_trans=%s",
+        model_dir,
+        description["model"].get("attention"),
+        spec.enhancer_width,
+        spec.promoter_width,
+        spec.edge,
+        spec.max_n_fraction,
+        spec.allow_trans,
+    )
     if not Path(pairs_path).is_file():
-        raise PairsError(f"Pairs file not found: {pairs_path}. Give a TargetFinder CSV or BEDPE file of the pairs to "
-                         "score (--pairs).")  # fmt: skip
+        raise PairsError(
+            f"Pairs file not found: {pairs_path}. Give a TargetFinder CSV or BEDPE file of the pairs to "
+            "score (--pairs)."
+        )
     pairs = read_pairs(pairs_path, require_label=False)
     log.info("Read %d pairs (%s) from %s", len(pairs), pairs.attrs["format"], pairs_path)
     with open_genome(genome_path) as genome:
@@ -222,7 +248,16 @@ def predict_pairs(
     counts = {str(reason): int(n) for reason, n in unscored["reason"].value_counts(sort=False).items()}
     log.info("Scored %d of %d pairs -> %s", len(scores), len(pairs), out_path)
     if counts:
-        log.warning("%d pair(s) could not be scored (%s); listed with their file lines in %s", len(unscored),
-                    ", ".join(f"{reason}: {n}" for reason, n in counts.items()), unscored_path)  # fmt: skip
-    return {"pairs_in": len(pairs), "scored": len(scores), "unscored": counts, "out": str(out_path),
-            "unscored_path": str(unscored_path)}  # fmt: skip
+        log.warning(
+            "%d pair(s) could not be scored (%s); listed with their file lines in %s",
+            len(unscored),
+            ", ".join(f"{reason}: {n}" for reason, n in counts.items()),
+            unscored_path,
+        )
+    return {
+        "pairs_in": len(pairs),
+        "scored": len(scores),
+        "unscored": counts,
+        "out": str(out_path),
+        "unscored_path": str(unscored_path),
+    }

@@ -100,29 +100,53 @@ def measure_point(component: str, attention: str, tokens: int, repeats: int, dev
         _synchronize(device)
         times.append(time.perf_counter() - started)
     seconds = statistics.median(times) if times else first
-    return {"component": component, "attention": attention, "tokens": tokens, "seconds": seconds,
-            "seconds_per_token": seconds / tokens, "peak_mb": max(peak - before, 0.0), "repeats": repeats,
-            "device": str(device)}  # fmt: skip
+    return {
+        "component": component,
+        "attention": attention,
+        "tokens": tokens,
+        "seconds": seconds,
+        "seconds_per_token": seconds / tokens,
+        "peak_mb": max(peak - before, 0.0),
+        "repeats": repeats,
+        "device": str(device),
+    }
 
 
 def measure_in_fresh_process(component: str, attention: str, tokens: int, repeats: int, device: str) -> dict:
     """measure_point in a new Python process, so the CPU peak-memory reading is its own."""
-    command = [sys.executable, "-m", "epiformer.scaling", "--point", component, attention, str(tokens),
-               "--repeats", str(repeats), "--device", device]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "epiformer.scaling",
+        "--point",
+        component,
+        attention,
+        str(tokens),
+        "--repeats",
+        str(repeats),
+        "--device",
+        device,
+    ]
     out = subprocess.run(command, check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def scaling_table(lengths: list[int], softmax_max_tokens: int, model_max_tokens: int, device: str = "cpu",
-                  threads: int = 1, log=print) -> pd.DataFrame:  # fmt: skip
+def scaling_table(
+    lengths: list[int], softmax_max_tokens: int, model_max_tokens: int, device: str = "cpu", threads: int = 1, log=print
+) -> pd.DataFrame:
     """Every component at every length, linear and softmax side by side.
 
     Softmax stops at `softmax_max_tokens` (attention) and `model_max_tokens` (model): it is
     quadratic, and a single pass at 100k tokens already takes minutes on a CPU.
     """
     torch.set_num_threads(threads)
-    plan = [("attention", "linear"), ("attention", "softmax"), ("model", "linear"), ("model", "softmax"),
-            ("projections", "linear")]  # fmt: skip
+    plan = [
+        ("attention", "linear"),
+        ("attention", "softmax"),
+        ("model", "linear"),
+        ("model", "softmax"),
+        ("projections", "linear"),
+    ]
     rows = []
     for tokens in lengths:
         for component, attention in plan:
@@ -131,16 +155,22 @@ def scaling_table(lengths: list[int], softmax_max_tokens: int, model_max_tokens:
             limit = softmax_max_tokens if component == "attention" else model_max_tokens
             if attention == "softmax" and tokens > limit:
                 continue
-            point = (measure_in_fresh_process(component, attention, tokens, repeats, device) if device == "cpu"
-                     else measure_point(component, attention, tokens, repeats, torch.device(device)))  # fmt: skip
-            log(f"{component:<12} {attention:<8} T={tokens:>7}: {point['seconds'] * 1e3:10.1f} ms, "
-                f"peak {point['peak_mb']:8.1f} MB")  # fmt: skip
+            point = (
+                measure_in_fresh_process(component, attention, tokens, repeats, device)
+                if device == "cpu"
+                else measure_point(component, attention, tokens, repeats, torch.device(device))
+            )
+            log(
+                f"{component:<12} {attention:<8} T={tokens:>7}: {point['seconds'] * 1e3:10.1f} ms, "
+                f"peak {point['peak_mb']:8.1f} MB"
+            )
             rows.append(point)
     return pd.DataFrame(rows)
 
 
 def summarise(table: pd.DataFrame) -> list[str]:
     """The ratios that matter, in words: speed-up over softmax, linearity, attention overhead."""
+
     def value(component, attention, tokens, column="seconds"):
         hit = table[(table.component == component) & (table.attention == attention) & (table.tokens == tokens)]
         return float(hit[column].iloc[0]) if len(hit) else float("nan")
@@ -153,8 +183,10 @@ def summarise(table: pd.DataFrame) -> list[str]:
     linear = table[(table.component == "attention") & (table.attention == "linear") & (table.tokens >= 5000)]
     if len(linear) > 1:
         per_token = linear.seconds_per_token
-        lines.append(f"linear attention time per token, T={linear.tokens.min()}..{linear.tokens.max()}: "
-                     f"max/min = {per_token.max() / per_token.min():.2f}")  # fmt: skip
+        lines.append(
+            f"linear attention time per token, T={linear.tokens.min()}..{linear.tokens.max()}: "
+            f"max/min = {per_token.max() / per_token.min():.2f}"
+        )
     for tokens in sorted(table.tokens.unique()):
         overhead = value("model", "linear", tokens) / value("projections", "linear", tokens)
         if overhead == overhead:

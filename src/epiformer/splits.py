@@ -39,8 +39,13 @@ class SplitSpec:
 
     @classmethod
     def from_config(cls, split: dict) -> SplitSpec:
-        return cls(**{**split, "val_chromosomes": tuple(split.get("val_chromosomes", ())),
-                      "test_chromosomes": tuple(split.get("test_chromosomes", ()))})  # fmt: skip
+        return cls(
+            **{
+                **split,
+                "val_chromosomes": tuple(split.get("val_chromosomes", ())),
+                "test_chromosomes": tuple(split.get("test_chromosomes", ())),
+            }
+        )
 
     @property
     def leak_prone(self) -> bool:

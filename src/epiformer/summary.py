@@ -86,12 +86,26 @@ def _cost(description: dict) -> dict:
 def _baseline_cost(metrics: dict) -> dict:
     baseline = metrics.get("baseline", {})
     # No timing: metrics.json stays byte-identical between runs.
-    return {"parameters": baseline.get("features", 0) + 1, "train_seconds": None, "tokens_per_s": None,
-            "device": None}  # fmt: skip
+    return {"parameters": baseline.get("features", 0) + 1, "train_seconds": None, "tokens_per_s": None, "device": None}
 
 
-PAIRED_COLUMNS = ["cell_line", "model", "baseline", "metric", "model_value", "baseline_value", "difference", "lo",
-                  "hi", "excludes_zero", "n_test", "positives", "resamples", "resamples_used", "seed"]  # fmt: skip
+PAIRED_COLUMNS = [
+    "cell_line",
+    "model",
+    "baseline",
+    "metric",
+    "model_value",
+    "baseline_value",
+    "difference",
+    "lo",
+    "hi",
+    "excludes_zero",
+    "n_test",
+    "positives",
+    "resamples",
+    "resamples_used",
+    "seed",
+]
 
 
 def paired_predictions(model_predictions, baseline_predictions) -> pd.DataFrame:
@@ -105,17 +119,23 @@ def paired_predictions(model_predictions, baseline_predictions) -> pd.DataFrame:
     fix = "evaluate both on the test split of the same results/{cell}/shards (re-run the older one with --forcerun)"
     for path, frame in zip((model_predictions, baseline_predictions), frames):
         if frame["pair_id"].duplicated().any():
-            raise ValueError(f"{path}: pair_id {frame['pair_id'][frame['pair_id'].duplicated()].iloc[0]} appears twice; "
-                             f"cannot pair it with the other file of {names}.")  # fmt: skip
+            raise ValueError(
+                f"{path}: pair_id {frame['pair_id'][frame['pair_id'].duplicated()].iloc[0]} appears twice; "
+                f"cannot pair it with the other file of {names}."
+            )
     only = [sorted(set(a["pair_id"]) - set(b["pair_id"])) for a, b in (frames, frames[::-1])]
     if only[0] or only[1]:
-        raise ValueError(f"{names} do not hold the same test pairs: {len(only[0])} pair_id(s) only in the first "
-                         f"(e.g. {only[0][:3]}), {len(only[1])} only in the second (e.g. {only[1][:3]}); {fix}.")  # fmt: skip
+        raise ValueError(
+            f"{names} do not hold the same test pairs: {len(only[0])} pair_id(s) only in the first "
+            f"(e.g. {only[0][:3]}), {len(only[1])} only in the second (e.g. {only[1][:3]}); {fix}."
+        )
     both = frames[0].merge(frames[1], on="pair_id", suffixes=("_model", "_baseline")).sort_values("pair_id")
     differ = both["label_model"] != both["label_baseline"]
     if differ.any():
-        raise ValueError(f"{names} give different labels to {int(differ.sum())} test pair(s) "
-                         f"(e.g. pair_id {both['pair_id'][differ].iloc[0]}); {fix}.")  # fmt: skip
+        raise ValueError(
+            f"{names} give different labels to {int(differ.sum())} test pair(s) "
+            f"(e.g. pair_id {both['pair_id'][differ].iloc[0]}); {fix}."
+        )
     return both.rename(columns={"label_model": "label"}).drop(columns="label_baseline").reset_index(drop=True)
 
 
@@ -136,13 +156,25 @@ def paired_comparison(results: list[ModelResult], resamples: int = 1000, seed: i
                 baseline_scores = pairs["score_baseline"].to_numpy(float)
                 for metric, score in PAIRED_METRICS.items():
                     paired = paired_bootstrap_difference(labels, model_scores, baseline_scores, score, resamples, seed)
-                    rows.append({"cell_line": cell, "model": model.model, "baseline": baseline.model, "metric": metric,
-                                 "model_value": float(score(labels, model_scores)),
-                                 "baseline_value": float(score(labels, baseline_scores)),
-                                 "difference": paired["difference"], "lo": paired["lo"], "hi": paired["hi"],
-                                 "excludes_zero": bool(paired["lo"] > 0 or paired["hi"] < 0),
-                                 "n_test": len(labels), "positives": int(labels.sum()), "resamples": resamples,
-                                 "resamples_used": paired["resamples_used"], "seed": seed})  # fmt: skip
+                    rows.append(
+                        {
+                            "cell_line": cell,
+                            "model": model.model,
+                            "baseline": baseline.model,
+                            "metric": metric,
+                            "model_value": float(score(labels, model_scores)),
+                            "baseline_value": float(score(labels, baseline_scores)),
+                            "difference": paired["difference"],
+                            "lo": paired["lo"],
+                            "hi": paired["hi"],
+                            "excludes_zero": bool(paired["lo"] > 0 or paired["hi"] < 0),
+                            "n_test": len(labels),
+                            "positives": int(labels.sum()),
+                            "resamples": resamples,
+                            "resamples_used": paired["resamples_used"],
+                            "seed": seed,
+                        }
+                    )
     return pd.DataFrame(rows, columns=PAIRED_COLUMNS)
 
 
@@ -160,13 +192,15 @@ def with_paired_columns(table: pd.DataFrame, paired: pd.DataFrame) -> pd.DataFra
         for metric in PAIRED_METRICS:
             for suffix in ("", "_lo", "_hi"):
                 column = f"{metric}_diff_{baseline}{suffix}"
-                table[column] = [values.get((cell, model, column), np.nan)
-                                 for cell, model in zip(table["cell_line"], table["model"])]  # fmt: skip
+                table[column] = [
+                    values.get((cell, model, column), np.nan) for cell, model in zip(table["cell_line"], table["model"])
+                ]
     return table
 
 
-def write_summary(results: list[ModelResult], tsv_path, markdown_path, paired_path=None, resamples: int = 1000,
-                  seed: int = 0) -> pd.DataFrame:  # fmt: skip
+def write_summary(
+    results: list[ModelResult], tsv_path, markdown_path, paired_path=None, resamples: int = 1000, seed: int = 0
+) -> pd.DataFrame:
     """Write summary.tsv, summary.md and, given `paired_path`, paired_comparison.tsv; return the summary table.
 
     `resamples` and `seed` drive the paired bootstrap (the workflow passes `evaluate.bootstrap`
@@ -182,8 +216,10 @@ def write_summary(results: list[ModelResult], tsv_path, markdown_path, paired_pa
 
 
 def to_markdown(table: pd.DataFrame, paired: pd.DataFrame | None = None) -> str:
-    lines = ["| cell line | model | AUROC (95% CI) | AUPRC (95% CI) | F1 | MCC | oracle AUROC | parameters | train s |",
-             "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "| cell line | model | AUROC (95% CI) | AUPRC (95% CI) | F1 | MCC | oracle AUROC | parameters | train s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for row in table.itertuples():
         name = row.model if row.kind == "transformer" else f"{row.model} (baseline)"
         lines.append(
@@ -199,12 +235,16 @@ def to_markdown(table: pd.DataFrame, paired: pd.DataFrame | None = None) -> str:
 def paired_markdown(paired: pd.DataFrame) -> list[str]:
     """The summary.md section of `paired`: one line per (cell line, model, baseline), Δ = model − baseline."""
     resamples, seed = paired["resamples"].iloc[0], paired["seed"].iloc[0]
-    lines = ["## Transformer minus baseline, on the same test pairs", "",
-             f"Δ = model − baseline; [95% interval] from {resamples} paired bootstrap resamples (seed {seed}) that "
-             "draw the test pairs once for both. An interval that excludes 0 shows a difference; "
-             "overlapping per-model intervals do not show its absence.", "",
-             "| cell line | model vs baseline | Δ AUROC [95% CI] | excludes 0 | Δ AUPRC [95% CI] | excludes 0 |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "## Transformer minus baseline, on the same test pairs",
+        "",
+        f"Δ = model − baseline; [95% interval] from {resamples} paired bootstrap resamples (seed {seed}) that "
+        "draw the test pairs once for both. An interval that excludes 0 shows a difference; "
+        "overlapping per-model intervals do not show its absence.",
+        "",
+        "| cell line | model vs baseline | Δ AUROC [95% CI] | excludes 0 | Δ AUPRC [95% CI] | excludes 0 |",
+        "|---|---|---|---|---|---|",
+    ]
     by_metric = paired.set_index(["cell_line", "model", "baseline", "metric"])
     for cell, model, baseline in dict.fromkeys(zip(paired["cell_line"], paired["model"], paired["baseline"])):
         cells = []

@@ -45,8 +45,17 @@ from epiformer.provenance import package_versions
 from epiformer.runlog import progress
 
 log = logging.getLogger(__name__)
-LOG_COLUMNS = ["epoch", "train_loss", "val_loss", "val_auroc", "val_auprc", "learning_rate", "seconds", "tokens_per_s",
-               "device"]  # fmt: skip
+LOG_COLUMNS = [
+    "epoch",
+    "train_loss",
+    "val_loss",
+    "val_auroc",
+    "val_auprc",
+    "learning_rate",
+    "seconds",
+    "tokens_per_s",
+    "device",
+]
 
 
 @dataclass
@@ -72,7 +81,9 @@ class TrainConfig:
 def select_device(name: str) -> torch.device:
     """`auto` picks CUDA when present and says loudly when it falls back to the CPU."""
     if name == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("train.device is 'cuda' but no CUDA GPU is visible. Use 'auto' or 'cpu', or run on a GPU node.")
+        raise RuntimeError(
+            "train.device is 'cuda' but no CUDA GPU is visible. Use 'auto' or 'cpu', or run on a GPU node."
+        )
     if name == "auto":
         if torch.cuda.is_available():
             return torch.device("cuda")
@@ -196,12 +207,17 @@ def train_model(
         return _train(0, 1, shard_dir, model_config, train_config, Path(outdir), Path(checkpoint_dir))
     select_device(train_config.device)  # fail before spawning processes
     if train_config.batch_size % train_config.devices:
-        raise ValueError(f"train.batch_size ({train_config.batch_size}) must divide by train.devices "
-                         f"({train_config.devices}): each process takes an equal share of every batch.")  # fmt: skip
+        raise ValueError(
+            f"train.batch_size ({train_config.batch_size}) must divide by train.devices "
+            f"({train_config.devices}): each process takes an equal share of every batch."
+        )
     port = _free_port()
-    context = torch.multiprocessing.spawn(_distributed_worker, nprocs=train_config.devices, join=False,
-                                          args=(train_config.devices, port, shard_dir, model_config, train_config,
-                                                Path(outdir), Path(checkpoint_dir)))  # fmt: skip
+    context = torch.multiprocessing.spawn(
+        _distributed_worker,
+        nprocs=train_config.devices,
+        join=False,
+        args=(train_config.devices, port, shard_dir, model_config, train_config, Path(outdir), Path(checkpoint_dir)),
+    )
     with _forward_stop_signals(context.processes):
         try:
             while not context.join():
@@ -256,8 +272,9 @@ def _process_device(train_config: TrainConfig, rank: int, world: int) -> torch.d
 
 def _optimisation(model, train_config: TrainConfig, steps_per_epoch: int):
     """AdamW with linear warm-up then cosine decay over all steps."""
-    optimizer = torch.optim.AdamW(model.parameters(), lr=train_config.learning_rate,
-                                  weight_decay=train_config.weight_decay)  # fmt: skip
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=train_config.learning_rate, weight_decay=train_config.weight_decay
+    )
     total = steps_per_epoch * train_config.epochs
     warmup = max(1, int(total * train_config.warmup_fraction))
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: learning_rate_factor(s, warmup, total))
@@ -266,10 +283,17 @@ def _optimisation(model, train_config: TrainConfig, steps_per_epoch: int):
 
 def _epoch_batches(train_data, train_config: TrainConfig, epoch: int, rank: int, world: int) -> PairBatches:
     """This process's share of an epoch; depends only on (seed, epoch), so a resumed run sees the same."""
-    return PairBatches(train_data, train_config.batch_size // world, shuffle=True, seed=train_config.seed,
-                       epoch=epoch, max_shift=train_config.max_shift,
-                       reverse_complement_prob=0.5 if train_config.reverse_complement else 0.0,
-                       rank=rank, world_size=world)  # fmt: skip
+    return PairBatches(
+        train_data,
+        train_config.batch_size // world,
+        shuffle=True,
+        seed=train_config.seed,
+        epoch=epoch,
+        max_shift=train_config.max_shift,
+        reverse_complement_prob=0.5 if train_config.reverse_complement else 0.0,
+        rank=rank,
+        world_size=world,
+    )
 
 
 @dataclass
@@ -311,13 +335,25 @@ def _train_epoch(run: _Run, train_data, epoch: int, partial: dict | None, stop: 
         minutes = (time.monotonic() - last_saved) / 60
         signum, due = _agree(stop.signal, 0 < config.checkpoint_minutes <= minutes, run.world, run.device)
         if (due or signum) and index + 1 < len(batches):
-            save({"epoch": epoch, "batches_done": index + 1, "losses": [float(v) for v in losses],
-                  "rng": _gather(torch.get_rng_state(), run.world)})  # fmt: skip
+            save(
+                {
+                    "epoch": epoch,
+                    "batches_done": index + 1,
+                    "losses": [float(v) for v in losses],
+                    "rng": _gather(torch.get_rng_state(), run.world),
+                }
+            )
             last_saved = time.monotonic()
         if signum and index + 1 < len(batches):  # at an epoch's last batch, finish the epoch and its checkpoint first
             if run.rank == 0:
-                log.warning("Stopped by signal %d at epoch %d, batch %d of %d; checkpoint in %s; run again to "
-                            "resume.", signum, epoch, index + 1, len(batches), run.checkpoint_dir)  # fmt: skip
+                log.warning(
+                    "Stopped by signal %d at epoch %d, batch %d of %d; checkpoint in %s; run again to resume.",
+                    signum,
+                    epoch,
+                    index + 1,
+                    len(batches),
+                    run.checkpoint_dir,
+                )
             raise TrainingInterrupted(128 + signum)
     mean = torch.stack([value.to(run.device) for value in losses]).mean()
     if run.world > 1:
@@ -385,8 +421,18 @@ def validation_metrics(scores: np.ndarray, labels: np.ndarray, source: np.ndarra
     }
 
 
-def _epoch_row(model, val_data, train_config, device, epoch: int, train_loss: float, learning_rate: float,
-               seconds: float, tokens: int, device_name: str) -> dict:  # fmt: skip
+def _epoch_row(
+    model,
+    val_data,
+    train_config,
+    device,
+    epoch: int,
+    train_loss: float,
+    learning_rate: float,
+    seconds: float,
+    tokens: int,
+    device_name: str,
+) -> dict:
     """One train_log.tsv row: training loss, validation metrics, speed."""
     scores, labels, _ = predict_split(model, val_data, 4 * train_config.batch_size, device)
     return {
@@ -400,8 +446,15 @@ def _epoch_row(model, val_data, train_config, device, epoch: int, train_loss: fl
     }
 
 
-def _train(rank: int, world: int, shard_dir, model_config: ModelConfig, train_config: TrainConfig,
-           outdir: Path, checkpoint_dir: Path) -> dict:  # fmt: skip
+def _train(
+    rank: int,
+    world: int,
+    shard_dir,
+    model_config: ModelConfig,
+    train_config: TrainConfig,
+    outdir: Path,
+    checkpoint_dir: Path,
+) -> dict:
     """One process of a (possibly distributed) run; rank 0 logs, checkpoints and writes outputs."""
     torch.set_num_threads(train_config.threads)
     device = _process_device(train_config, rank, world)
@@ -412,13 +465,28 @@ def _train(rank: int, world: int, shard_dir, model_config: ModelConfig, train_co
     model = EPITransformer(model_config).to(device)
     wrapped = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
     if rank == 0:
-        log.info("Model %s attention, %d parameters, %s, %s", model_config.attention, count_parameters(model),
-                 device_name, "bf16 autocast" if device.type == "cuda" else "float32")  # fmt: skip
+        log.info(
+            "Model %s attention, %d parameters, %s, %s",
+            model_config.attention,
+            count_parameters(model),
+            device_name,
+            "bf16 autocast" if device.type == "cuda" else "float32",
+        )
     steps_per_epoch = len(_epoch_batches(train_data, train_config, 1, rank, world))
     optimizer, scheduler = _optimisation(model, train_config, steps_per_epoch)
-    run = _Run(rank, world, model, torch.compile(wrapped) if train_config.compile else wrapped, optimizer, scheduler,
-               positive_weights(train_data).to(device), train_config, device, checkpoint_dir,
-               run_fingerprint(model_config, train_config, manifest))  # fmt: skip
+    run = _Run(
+        rank,
+        world,
+        model,
+        torch.compile(wrapped) if train_config.compile else wrapped,
+        optimizer,
+        scheduler,
+        positive_weights(train_data).to(device),
+        train_config,
+        device,
+        checkpoint_dir,
+        run_fingerprint(model_config, train_config, manifest),
+    )
 
     state = load_checkpoint(checkpoint_dir, run.fingerprint)
     history, best, done, partial = [], {"auprc": -1.0, "epoch": 0, "weights": None}, 0, None
@@ -433,36 +501,59 @@ def _train(rank: int, world: int, shard_dir, model_config: ModelConfig, train_co
 
     def save(partial_epoch: dict | None) -> None:
         if rank == 0:
-            save_checkpoint(checkpoint_dir, {
-                "fingerprint": run.fingerprint, "epoch": len(history), "partial": partial_epoch,
-                "model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                "history": history, "best": best,
-            })  # fmt: skip
+            save_checkpoint(
+                checkpoint_dir,
+                {
+                    "fingerprint": run.fingerprint,
+                    "epoch": len(history),
+                    "partial": partial_epoch,
+                    "model": model.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "scheduler": scheduler.state_dict(),
+                    "history": history,
+                    "best": best,
+                },
+            )
 
     # Model tokens (one per patch), not bases: the unit attention cost grows with.
-    tokens_per_epoch = len(train_data) * sum(-(-(length - 2 * train_data.flank) // model_config.patch_size)
-                                             for length in train_data.lengths.values())  # fmt: skip
+    tokens_per_epoch = len(train_data) * sum(
+        -(-(length - 2 * train_data.flank) // model_config.patch_size) for length in train_data.lengths.values()
+    )
     with StopRequest() as stop:
         for epoch in range(done + 1, train_config.epochs + 1):
             if should_stop_early(history, best, train_config.patience):
                 if rank == 0:
-                    log.info("Early stop: no better validation AUPRC since epoch %d (patience %d)", best["epoch"],
-                             train_config.patience)  # fmt: skip
+                    log.info(
+                        "Early stop: no better validation AUPRC since epoch %d (patience %d)",
+                        best["epoch"],
+                        train_config.patience,
+                    )
                 break
             started = time.perf_counter() - (partial["seconds"] if partial else 0.0)
             save_partial = lambda p, started=started: save({**p, "seconds": time.perf_counter() - started})  # noqa: E731
             train_loss = _train_epoch(run, train_data, epoch, partial, stop, save_partial)
             partial = None
             # Every process validates the same weights, so all agree on the history and on stopping.
-            row = _epoch_row(model, val_data, train_config, device, epoch, train_loss, scheduler.get_last_lr()[0],
-                             time.perf_counter() - started, tokens_per_epoch, device_name)  # fmt: skip
+            row = _epoch_row(
+                model,
+                val_data,
+                train_config,
+                device,
+                epoch,
+                train_loss,
+                scheduler.get_last_lr()[0],
+                time.perf_counter() - started,
+                tokens_per_epoch,
+                device_name,
+            )
             history.append(row)
             if row["val_auprc"] > best["auprc"]:
                 weights = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
                 best = {"auprc": row["val_auprc"], "epoch": epoch, "weights": weights}
             if rank == 0:
-                log.info("epoch %d: " + ", ".join(f"{k} %s" for k in list(row)[1:]), epoch,
-                         *_fmt(list(row.values())[1:]))  # fmt: skip
+                log.info(
+                    "epoch %d: " + ", ".join(f"{k} %s" for k in list(row)[1:]), epoch, *_fmt(list(row.values())[1:])
+                )
             save(None)
     if rank != 0:
         return {}
@@ -509,8 +600,10 @@ def load_trained_model(model_dir: str | Path, device: torch.device | str = "cpu"
     model_dir = Path(model_dir)
     for name in ("model.json", "model.safetensors"):
         if not (model_dir / name).exists():
-            raise FileNotFoundError(f"{model_dir / name} is missing: point at a trained results/<cell>/<model> "
-                                    "(or results/pooled/<model>) folder.")
+            raise FileNotFoundError(
+                f"{model_dir / name} is missing: point at a trained results/<cell>/<model> "
+                "(or results/pooled/<model>) folder."
+            )
     description = json.loads((model_dir / "model.json").read_text())
     model = EPITransformer(ModelConfig(**description["model"]))
     model.load_state_dict(load_file(str(model_dir / "model.safetensors")))

@@ -22,8 +22,10 @@ from epiformer.train import load_trained_model, predict_split
 def check_same_widths(description: dict, shard_dir: Path, model_dir: Path) -> None:
     widths = load_manifest(shard_dir)["widths"]
     if widths != description["widths"]:
-        raise ValueError(f"{model_dir} was trained on windows {description['widths']}, but {shard_dir} holds "
-                         f"{widths}: transfer needs the same window widths for every cell line.")  # fmt: skip
+        raise ValueError(
+            f"{model_dir} was trained on windows {description['widths']}, but {shard_dir} holds "
+            f"{widths}: transfer needs the same window widths for every cell line."
+        )
 
 
 def transfer_table(model_dirs: dict[str, Path], shard_dirs: dict[str, Path], batch_size: int = 256) -> pd.DataFrame:
@@ -34,9 +36,16 @@ def transfer_table(model_dirs: dict[str, Path], shard_dirs: dict[str, Path], bat
         for test_cell, shard_dir in shard_dirs.items():
             check_same_widths(description, Path(shard_dir), Path(model_dir))
             scores, labels, _ = predict_split(model, load_split(shard_dir, "test"), batch_size, torch.device("cpu"))
-            rows.append({"train_cell": train_cell, "test_cell": test_cell, "auroc": roc_auc_score(labels, scores),
-                         "auprc": average_precision_score(labels, scores), "n_test": len(labels),
-                         "positives": int(labels.sum())})  # fmt: skip
+            rows.append(
+                {
+                    "train_cell": train_cell,
+                    "test_cell": test_cell,
+                    "auroc": roc_auc_score(labels, scores),
+                    "auprc": average_precision_score(labels, scores),
+                    "n_test": len(labels),
+                    "positives": int(labels.sum()),
+                }
+            )
     return pd.DataFrame(rows)
 
 

@@ -67,8 +67,9 @@ class WindowReport:
             "dropped": dict(self.dropped),
             "split_mode": split.mode,
             "leak_prone": split.leak_prone,
-            "splits": {s: {"pairs": int(counts.loc[s, "size"]), "positives": int(counts.loc[s, "sum"])}
-                       for s in counts.index},  # fmt: skip
+            "splits": {
+                s: {"pairs": int(counts.loc[s, "size"]), "positives": int(counts.loc[s, "sum"])} for s in counts.index
+            },
         }
 
 
@@ -157,12 +158,17 @@ def make_windows(
     for element in ELEMENTS:
         chroms = pairs[f"{element}_chrom"].to_numpy()
         chrom_sizes = pd.Series(chroms).map(sizes).to_numpy()
-        starts, fits = place_windows(pairs[f"{element}_start"], pairs[f"{element}_end"], spec.width(element),
-                                     chrom_sizes, spec.edge)  # fmt: skip
+        starts, fits = place_windows(
+            pairs[f"{element}_start"], pairs[f"{element}_end"], spec.width(element), chrom_sizes, spec.edge
+        )
         report.dropped[f"{element}_window_off_chromosome"] = int((keep & ~fits).sum())
         report.dropped_ids[f"{element}_window_off_chromosome"] = out["pair_id"].to_numpy()[keep & ~fits]
         keep &= fits
-        out[f"{element}_chrom"], out[f"{element}_start"], out[f"{element}_end"] = chroms, starts, starts + spec.width(element)
+        out[f"{element}_chrom"], out[f"{element}_start"], out[f"{element}_end"] = (
+            chroms,
+            starts,
+            starts + spec.width(element),
+        )
     if genome is not None:
         for element in ELEMENTS:
             too_many_n = np.zeros(len(out), dtype=bool)
@@ -186,8 +192,9 @@ def n_fraction(genome: Genome, windows: pd.DataFrame, element: str, chunk: int =
     return np.concatenate(fractions) if fractions else np.zeros(0)
 
 
-def build_windows(pairs_path, genome_path, window_spec: WindowSpec, split_spec: SplitSpec,
-                  windows_path, audit_path, report_path) -> dict:  # fmt: skip
+def build_windows(
+    pairs_path, genome_path, window_spec: WindowSpec, split_spec: SplitSpec, windows_path, audit_path, report_path
+) -> dict:
     """The whole windows stage: read and check pairs, place windows, split, audit, write.
 
     Outputs are written only once everything has succeeded, each atomically, so a bad
@@ -198,9 +205,13 @@ def build_windows(pairs_path, genome_path, window_spec: WindowSpec, split_spec: 
     with Genome(genome_path) as genome:
         windows, report = make_windows(pairs, genome.sizes, window_spec, genome)
     windows = assign_splits(windows, split_spec)
-    summary = {**report.as_dict(windows, split_spec), "windows": asdict(window_spec),
-               "split_config": json.loads(json.dumps(asdict(split_spec))), "inputs": input_record(pairs_path, genome_path),
-               "versions": package_versions()}  # fmt: skip
+    summary = {
+        **report.as_dict(windows, split_spec),
+        "windows": asdict(window_spec),
+        "split_config": json.loads(json.dumps(asdict(split_spec))),
+        "inputs": input_record(pairs_path, genome_path),
+        "versions": package_versions(),
+    }
     log.info("Windows: %s", json.dumps(summary))
     if split_spec.leak_prone:
         log.warning("split.mode is random: pairs share elements across splits, so results are leak-prone.")

@@ -52,8 +52,8 @@ if "pooled" in CELL_LINES:
 def sequence_only_twin(name):
     """The model that differs from `name` only in `distance`, if the config has one."""
     settings = {**config["models"][name], "distance": False}
-    return next((other for other in MODELS if {**config["models"][other], "distance": False} == settings
-                 and not config["models"][other].get("distance", False)), None)  # fmt: skip
+    twins = [other for other in MODELS if config["models"][other] | {"distance": False} == settings]
+    return next((other for other in twins if not config["models"][other].get("distance", False)), None)
 
 
 for _name in MODELS:
