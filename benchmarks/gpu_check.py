@@ -22,18 +22,19 @@ from pathlib import Path
 import torch
 from sklearn.metrics import roc_auc_score
 
-from epiformer.data import load_split
+from epiformer.inference import load_trained_model, predict_split
 from epiformer.model import ModelConfig
 from epiformer.scaling import scaling_table, summarise
-from epiformer.train import TrainConfig, load_trained_model, predict_split, train_model
+from epiformer.shards import load_split
+from epiformer.train import TrainConfig, train_model
 
 DEMO_MODEL = dict(d_model=64, n_layers=2, n_heads=4, d_ff=128, patch_size=4, kernel_size=12, dropout=0.0)
 
 
 def default_config_throughput(compiled: bool, steps: int = 20, device: str = "cuda") -> float:
     """Tokens/s of optimiser steps of the default model on 3 kb + 2 kb one-hot batches of 64, bf16 autocast."""
+    from epiformer.inference import mixed_precision
     from epiformer.model import EPITransformer
-    from epiformer.train import mixed_precision
 
     device = torch.device(device)
     synchronize = torch.cuda.synchronize if device.type == "cuda" else lambda: None

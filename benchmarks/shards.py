@@ -23,9 +23,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from epiformer.data import PairBatches, batch_loader, load_split
+from epiformer.batches import PairBatches, batch_loader
 from epiformer.encode import FORMAT_VERSION, one_hot, pack_codes, pack_one_hot, write_shard
 from epiformer.model import EPITransformer, ModelConfig
+from epiformer.shards import load_split
 
 WIDTHS, FLANK = {"enhancer": 256, "promoter": 224}, 8
 DEMO_MODEL = ModelConfig(
@@ -113,7 +114,8 @@ def training_pairs_per_second(shards, steps: int = 30) -> float:
 
 MEMORY_PROBE = """
 import sys
-from epiformer.data import PairBatches, batch_loader, load_split
+from epiformer.batches import PairBatches, batch_loader
+from epiformer.shards import load_split
 shards = load_split(sys.argv[1], "train")
 for batch in batch_loader(PairBatches(shards, 64, shuffle=True, seed=0, epoch=1, max_shift=8)):
     pass

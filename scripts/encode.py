@@ -3,14 +3,12 @@
 import json
 from pathlib import Path
 
-import pandas as pd
-
 from epiformer.encode import encode_shards
-from epiformer.fileio import sha256_file
+from epiformer.fileio import read_windows, sha256_file
 from epiformer.runlog import setup_logging
 
 log = setup_logging(snakemake.log[0])
-windows = pd.read_csv(snakemake.input.windows, sep="\t", dtype={"enhancer_chrom": str, "promoter_chrom": str})
+windows = read_windows(snakemake.input.windows)
 manifest = encode_shards(
     windows,
     snakemake.input.genome,

@@ -15,13 +15,13 @@ from epiformer.baselines import (
     fit_logistic,
     kmer_features,
     kmer_frequencies,
-    read_windows,
     run_baseline,
 )
-from epiformer.data import ShardError, load_split
 from epiformer.encode import encode_shards, one_hot
+from epiformer.fileio import read_windows
 from epiformer.genome import Genome
 from epiformer.pairs import read_pairs
+from epiformer.shards import ShardError, load_split
 from epiformer.splits import SplitSpec, assign_splits
 from epiformer.windows import WindowSpec, make_windows
 from tests.conftest import REPO, SNAKEMAKE

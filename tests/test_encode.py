@@ -5,9 +5,9 @@ import pandas as pd
 import pytest
 from safetensors.numpy import load_file
 
-from epiformer.data import ShardError, load_split, unpack
 from epiformer.encode import encode_shards, one_hot, pack_one_hot
 from epiformer.genome import Genome
+from epiformer.shards import ShardError, load_split, unpack
 
 
 def test_one_hot_channels_and_n_rows():

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 import torch
 
-from epiformer.data import load_split
 from epiformer.genome import Genome, GenomeError
+from epiformer.inference import predict_split
 from epiformer.pairs import PairsError, read_pairs
 from epiformer.predict import (
     ModelError,
@@ -25,7 +25,7 @@ from epiformer.predict import (
     unscored_path_for,
     window_spec_for,
 )
-from epiformer.train import predict_split
+from epiformer.shards import load_split
 from epiformer.windows import WindowSpec
 
 CLI = [sys.executable, "-m", "epiformer.cli"]

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from epiformer.evaluate import bootstrap_interval, compute_metrics, paired_bootstrap_difference
+from epiformer.metrics import bootstrap_interval, compute_metrics, paired_bootstrap_difference
 from epiformer.summary import ModelResult, paired_predictions, write_summary
 from tests.conftest import snakemake
 

@@ -13,20 +13,14 @@ import torch
 from safetensors.torch import load_file
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from epiformer.data import load_split
 from epiformer.encode import encode_shards
 from epiformer.genome import Genome
+from epiformer.inference import load_trained_model, select_device
 from epiformer.model import ModelConfig
 from epiformer.pairs import read_pairs
+from epiformer.shards import load_split
 from epiformer.splits import SplitSpec, assign_splits
-from epiformer.train import (
-    TrainConfig,
-    load_trained_model,
-    positive_weights,
-    select_device,
-    train_model,
-    validation_metrics,
-)
+from epiformer.train import TrainConfig, positive_weights, train_model, validation_metrics
 from epiformer.windows import WindowSpec, make_windows
 
 TINY_MODEL = ModelConfig(d_model=16, n_layers=1, n_heads=2, d_ff=32, patch_size=4, kernel_size=8, dropout=0.1)
@@ -131,7 +125,7 @@ def test_training_reduces_the_loss(shard_dir, tmp_path):
 
 
 def test_cpu_runs_in_float32_and_cuda_in_bf16_autocast():
-    from epiformer.train import mixed_precision
+    from epiformer.inference import mixed_precision
 
     with mixed_precision(torch.device("cpu")):
         assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.float32

@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from epiformer.data import load_split, unpack
 from epiformer.encode import encode_shards, one_hot
 from epiformer.genome import Genome, GenomeError
 from epiformer.pairs import PairsError
+from epiformer.shards import load_split, unpack
 from epiformer.splits import SplitError, SplitSpec
 from epiformer.windows import WindowSpec, build_windows
 from tests.conftest import require_bedtools

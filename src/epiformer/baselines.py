@@ -4,7 +4,7 @@ Each baseline is a logistic regression fitted on the train split (features stand
 L2 penalty, inverse strength C; for `kmer`, C is chosen from `C_GRIDS` by validation AUPRC,
 the criterion that picks the Transformers' best epoch). Its decision threshold is picked
 on the validation split by `evaluate.compute_metrics`, and it is reported on the test
-split. Outputs have the formats of `epiformer.evaluate` (`predictions.tsv`: pair_id,
+split. Outputs have the formats of `epiformer.metrics` (`predictions.tsv`: pair_id,
 label, score; `metrics.json`), and `metrics.json` gains a `baseline` entry that says what
 was fitted. Scores are rounded to `SCORE_DECIMALS` before anything is computed, so the
 metrics equal a recomputation from predictions.tsv exactly.
@@ -43,23 +43,18 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from epiformer import __version__
-from epiformer.data import ELEMENTS, ShardError, ShardSet, crop, load_split, unpack
-from epiformer.evaluate import compute_metrics, data_fields, write_predictions
-from epiformer.fileio import atomic_write_text
+from epiformer.constants import BASELINES, ELEMENTS, SPLITS
+from epiformer.fileio import atomic_write_text, read_windows
+from epiformer.metrics import compute_metrics, data_fields, write_predictions
+from epiformer.shards import ShardError, ShardSet, crop, load_split, unpack
 
 log = logging.getLogger(__name__)
 
-BASELINES = ("distance", "kmer", "propensity")
-SPLITS = ("train", "val", "test")
 # With one or two features and thousands of pairs the penalty hardly matters, and a strong
 # one only squeezes the scores together (into ties once rounded); k-mers need tuning.
 C_GRIDS = {"distance": (1.0,), "kmer": (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0), "propensity": (1.0,)}
 SCORE_DECIMALS = 6  # write_predictions keeps 6 significant digits: a probability rounded to 6 decimals survives it
 N_CODE = 4  # base code of N (A, C, G, T are 0-3)
-
-
-def read_windows(path: str | Path) -> pd.DataFrame:
-    return pd.read_csv(path, sep="\t", dtype={"enhancer_chrom": str, "promoter_chrom": str})
 
 
 def split_tables(

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from epiformer.constants import ALPHABET
 from epiformer.motifs import Motif, bundled_jaspar_path, read_jaspar, reverse_complement, sample_site
 
 SITE_SPREAD = 100
@@ -93,7 +94,7 @@ def random_chromosome(length: int, rng: np.random.Generator) -> bytearray:
         size = min(int(rng.integers(100_000, 300_000)), length - pos)
         gc = rng.uniform(0.36, 0.58)
         probs = [(1 - gc) / 2, gc / 2, gc / 2, (1 - gc) / 2]
-        seq[pos : pos + size] = np.frombuffer(b"ACGT", np.uint8)[rng.choice(4, size, p=probs)].tobytes()
+        seq[pos : pos + size] = np.frombuffer(ALPHABET.encode(), np.uint8)[rng.choice(4, size, p=probs)].tobytes()
         pos += size
     for _ in range(length // 16_000):  # ~10% soft-masked
         start, size = int(rng.integers(0, length)), int(rng.integers(300, 3_000))

@@ -1,6 +1,6 @@
 """One-hot encoding of windows into bit-packed safetensors shards.
 
-Stored layout (the one place it is defined; `epiformer.data` reads it back):
+Stored layout (the one place it is defined; `epiformer.shards` reads it back):
 `results/{cell}/shards/{split}/shard-NNNNN.safetensors` with at most `shard_size` pairs:
 
 - `enhancer`, `promoter`: uint8 [N, L/2]. For each pair, the one-hot [L, 4] matrix
@@ -31,14 +31,14 @@ import pandas as pd
 from safetensors.numpy import save_file
 
 from epiformer import __version__
+from epiformer.constants import ALPHABET, ELEMENTS
 from epiformer.fileio import atomic_write, atomic_write_text, sha256_file
 from epiformer.genome import Genome
 from epiformer.runlog import progress
 
 FORMAT_VERSION = 2  # 2: shards carry `distance`
-CHANNELS = "ACGT"
 ONE_HOT_TABLE = np.zeros((256, 4), dtype=np.uint8)
-for _channel, _base in enumerate(CHANNELS):
+for _channel, _base in enumerate(ALPHABET):
     ONE_HOT_TABLE[ord(_base), _channel] = 1
     ONE_HOT_TABLE[ord(_base.lower()), _channel] = 1
 
@@ -88,7 +88,7 @@ def encode_windows(genome: Genome, windows: pd.DataFrame, flank: int) -> dict[st
     """`enhancer` and `promoter`, uint8 [N, L/2], of the rows of a windows table (see windows.tsv)."""
     return {
         e: encode_element(genome, windows[f"{e}_chrom"], windows[f"{e}_start"], windows[f"{e}_end"], flank)
-        for e in ("enhancer", "promoter")
+        for e in ELEMENTS
     }
 
 
@@ -190,11 +190,11 @@ def encode_shards(
         else:
             entries = [encode_one_shard(genome, job, outdir, flank) for job in progress(jobs, len(jobs), "shards")]
         genome_sha256 = genome.index_sha256()
-    widths = {e: int((windows[f"{e}_end"] - windows[f"{e}_start"]).iloc[0]) for e in ("enhancer", "promoter")}
+    widths = {e: int((windows[f"{e}_end"] - windows[f"{e}_start"]).iloc[0]) for e in ELEMENTS}
     manifest = {
         "format_version": FORMAT_VERSION,
         "epiformer_version": __version__,
-        "channels": CHANNELS,
+        "channels": ALPHABET,
         "packing": "numpy.packbits(onehot[N, L, 4].reshape(N, -1), axis=1, bitorder='big') -> uint8 [N, L/2]",
         "widths": widths,
         "flank": flank,

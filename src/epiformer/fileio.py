@@ -1,7 +1,8 @@
-"""Writing outputs so that a killed or failed job never leaves a half-written file.
+"""Files between stages: written so that a killed or failed job never leaves a half-written one.
 
 Every output is written to a hidden temporary name in the same folder and renamed into
-place; a rename within one filesystem is atomic.
+place; a rename within one filesystem is atomic. The windows table, which several stages
+read, is read here, with no dependencies beyond pandas.
 """
 
 from __future__ import annotations
@@ -10,6 +11,10 @@ import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
+
+import pandas as pd
+
+from epiformer.constants import ELEMENTS
 
 
 def temporary_path(path: str | Path) -> Path:
@@ -42,3 +47,8 @@ def sha256_file(path: str | Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def read_windows(path: str | Path) -> pd.DataFrame:
+    """A windows.tsv (`epiformer.windows`), chromosome names kept as text (`1` is not the number 1)."""
+    return pd.read_csv(path, sep="\t", dtype={f"{element}_chrom": str for element in ELEMENTS})

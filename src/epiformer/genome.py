@@ -29,11 +29,12 @@ from pathlib import Path
 import numpy as np
 
 from epiformer.bgzf import gzip_kind
+from epiformer.constants import ALPHABET
 from epiformer.fileio import sha256_file, temporary_path
 
 N = ord("N")
 CLEAN_TABLE = np.full(256, N, dtype=np.uint8)
-for _base in b"ACGT":
+for _base in ALPHABET.encode():
     CLEAN_TABLE[_base] = _base
     CLEAN_TABLE[ord(chr(_base).lower())] = _base
 CLEAN_BYTES = CLEAN_TABLE.tobytes()

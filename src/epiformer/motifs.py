@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-BASES = "ACGT"
+from epiformer.constants import ALPHABET
+
 _ROW = re.compile(r"^\s*([ACGT])\s*\[?([\d\s.]+)\]?\s*$")
 
 
@@ -30,7 +31,7 @@ class Motif:
         return self.probabilities.shape[0]
 
     def consensus(self) -> str:
-        return "".join(BASES[i] for i in self.probabilities.argmax(axis=1))
+        return "".join(ALPHABET[i] for i in self.probabilities.argmax(axis=1))
 
 
 def bundled_jaspar_path() -> Path:
@@ -62,9 +63,9 @@ def read_jaspar(path: str | Path) -> dict[str, Motif]:
 
 
 def _motif_from_rows(header: tuple[str, str], rows: dict[str, list[float]], path) -> Motif:
-    if sorted(rows) != list(BASES) or len({len(r) for r in rows.values()}) != 1:
+    if sorted(rows) != list(ALPHABET) or len({len(r) for r in rows.values()}) != 1:
         raise ValueError(f"{path}: motif {header[0]} needs rows A, C, G, T of equal length")
-    counts = np.array([rows[b] for b in BASES], dtype=np.float64).T + 0.25  # pseudocount
+    counts = np.array([rows[b] for b in ALPHABET], dtype=np.float64).T + 0.25  # pseudocount
     return Motif(header[0], header[1], counts / counts.sum(axis=1, keepdims=True))
 
 
@@ -75,7 +76,7 @@ def sample_site(motif: Motif, rng: np.random.Generator, sharpness: float = 1.0) 
     cumulative = probs.cumsum(axis=1)
     draws = rng.random((motif.width, 1))
     indices = (draws > cumulative).sum(axis=1).clip(max=3)
-    return "".join(BASES[i] for i in indices)
+    return "".join(ALPHABET[i] for i in indices)
 
 
 def reverse_complement(sequence: str) -> str:

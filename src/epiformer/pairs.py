@@ -21,9 +21,12 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-ELEMENT_COLUMNS = [f"{element}_{field}" for element in ("enhancer", "promoter") for field in ("chrom", "start", "end")]
+from epiformer.constants import ELEMENTS, WINDOW_FIELDS
+
+ELEMENT_COLUMNS = [f"{element}_{field}" for element in ELEMENTS for field in WINDOW_FIELDS]
 PAIR_COLUMNS = ["pair_id", *ELEMENT_COLUMNS, "label"]
 BEDPE_COLUMNS = ["chrom1", "start1", "end1", "chrom2", "start2", "end2", "name", "score", "strand1", "strand2", "label"]
 BEDPE_TO_PAIR = dict(zip(BEDPE_COLUMNS[:6], ELEMENT_COLUMNS))
@@ -107,8 +110,12 @@ def _read_bedpe(path: Path) -> tuple[pd.DataFrame, int]:
 
 
 def file_line(frame: pd.DataFrame, row: int) -> str:
-    """'file, line N' for data row `row` of a frame from read_pairs (N is the 1-based file line)."""
-    return f"{frame.attrs.get('path', 'pairs')}, line {frame.attrs.get('header_lines', 1) + row + 1}"
+    """'file, line N' for row `row` of a frame from read_pairs, also after rows were dropped from it.
+
+    N is the 1-based file line, found from the row's `pair_id` (its 0-based data row in the file).
+    """
+    data_row = int(frame["pair_id"].iloc[row]) if "pair_id" in frame else row
+    return f"{frame.attrs.get('path', 'pairs')}, line {frame.attrs.get('header_lines', 1) + data_row + 1}"
 
 
 def _check_values(frame: pd.DataFrame, require_label: bool) -> None:
@@ -117,7 +124,7 @@ def _check_values(frame: pd.DataFrame, require_label: bool) -> None:
         bad = numbers.isna() | (numbers < 0) | (numbers != numbers.round())
         _fail_on_first(bad, frame, column, "a non-negative integer (0-based, BED)")
         frame[column] = numbers.astype("int64")
-    for element in ("enhancer", "promoter"):
+    for element in ELEMENTS:
         bad = frame[f"{element}_start"] >= frame[f"{element}_end"]
         _fail_on_first(bad, frame, f"{element}_start", f"below {element}_end")
     if require_label:
@@ -128,12 +135,21 @@ def _check_values(frame: pd.DataFrame, require_label: bool) -> None:
         frame["label"] = frame["label"].astype(str).str.strip().map({"0": 0, "1": 1}).fillna(-1).astype("int64")
 
 
-def _fail_on_first(bad: pd.Series, frame: pd.DataFrame, column: str, expected: str) -> None:
+def fail_at_first_bad_row(frame: pd.DataFrame, bad, problem, error: type[Exception] = PairsError) -> None:
+    """Raise `error` naming the file line of the first row where `bad` holds, `problem(row)` and the count.
+
+    `frame` comes from read_pairs (rows in file order); `problem` says what is wrong and how to fix it.
+    """
+    bad = np.asarray(bad, dtype=bool)
     if bad.any():
-        row = int(bad.to_numpy().nonzero()[0][0])
+        row = int(bad.nonzero()[0][0])
+        raise error(f"{file_line(frame, row)}: {problem(row)} ({int(bad.sum())} row(s) in all have this problem.)")
+
+
+def _fail_on_first(bad: pd.Series, frame: pd.DataFrame, column: str, expected: str) -> None:
+    def problem(row: int) -> str:
         value = frame[column].iloc[row]
         value = value.item() if hasattr(value, "item") else value  # numpy scalar -> plain for the message
-        raise PairsError(
-            f"{file_line(frame, row)}: {column} is {value!r}; it must be {expected}. "
-            f"Fix that row ({int(bad.sum())} row(s) in all have this problem)."
-        )
+        return f"{column} is {value!r}; it must be {expected}. Fix that row."
+
+    fail_at_first_bad_row(frame, bad, problem)

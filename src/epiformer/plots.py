@@ -17,7 +17,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from sklearn.metrics import average_precision_score, precision_recall_curve, roc_auc_score, roc_curve  # noqa: E402
 
-from epiformer.baselines import BASELINES  # noqa: E402
+from epiformer.constants import BASELINES  # noqa: E402
 from epiformer.fileio import atomic_write  # noqa: E402
 
 

@@ -35,15 +35,16 @@ import pandas as pd
 import torch
 from safetensors import SafetensorError
 
-from epiformer.data import PackedPairs
+from epiformer.constants import ELEMENTS
 from epiformer.encode import encode_windows
 from epiformer.fileio import atomic_write_text
 from epiformer.genome import Genome, GenomeError
+from epiformer.inference import load_trained_model, predict_split
 from epiformer.model import EPITransformer
-from epiformer.pairs import PairsError, file_line, read_pairs
+from epiformer.pairs import PairsError, fail_at_first_bad_row, read_pairs
 from epiformer.runlog import progress
-from epiformer.train import load_trained_model, predict_split
-from epiformer.windows import ELEMENTS, WindowSpec, check_chromosomes, make_windows
+from epiformer.shards import PackedPairs
+from epiformer.windows import WindowSpec, check_chromosomes, make_windows
 
 log = logging.getLogger(__name__)
 CHUNK_PAIRS = 4096  # pairs encoded and scored at a time (the workflow's default shard size)
@@ -140,15 +141,16 @@ def check_within_chromosomes(pairs: pd.DataFrame, sizes: dict[str, int], genome_
     """Fail when an element ends past the end of its chromosome: the pairs come from another build."""
     for element in ELEMENTS:
         lengths = pairs[f"{element}_chrom"].map(sizes).to_numpy()
-        past = pairs[f"{element}_end"].to_numpy() > lengths
-        if past.any():
-            row = int(past.nonzero()[0][0])
-            raise GenomeError(
-                f"{file_line(pairs, row)}: {element}_end {int(pairs[f'{element}_end'].iloc[row])} is past the end "
-                f"of {pairs[f'{element}_chrom'].iloc[row]} ({int(lengths[row]):,} bp) in {genome_name} "
-                f"({int(past.sum())} pair(s) in all). The pairs were called on another build of the genome: "
-                "give that build's FASTA."
-            )
+        fail_at_first_bad_row(
+            pairs,
+            pairs[f"{element}_end"].to_numpy() > lengths,
+            lambda row, element=element, lengths=lengths: (
+                f"{element}_end {int(pairs[f'{element}_end'].iloc[row])} is past the end of "
+                f"{pairs[f'{element}_chrom'].iloc[row]} ({int(lengths[row]):,} bp) in {genome_name}. "
+                "The pairs were called on another build of the genome: give that build's FASTA."
+            ),
+            error=GenomeError,
+        )
 
 
 def place_pair_windows(pairs: pd.DataFrame, genome: Genome, spec: WindowSpec) -> tuple[pd.DataFrame, pd.DataFrame]:

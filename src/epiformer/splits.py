@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-SPLITS = ("train", "val", "test")
+from epiformer.constants import ELEMENTS, SPLITS
+
 AUDIT_COLUMNS = ["split_a", "split_b", "windows_a", "windows_b", "overlapping_windows", "shared_elements"]
 
 
@@ -93,8 +94,7 @@ def check_splits_have_both_labels(windows: pd.DataFrame, spec: SplitSpec) -> Non
 def element_windows(windows: pd.DataFrame) -> pd.DataFrame:
     """Distinct enhancer and promoter windows of a set of pairs, as BED columns."""
     parts = [
-        windows[[f"{e}_chrom", f"{e}_start", f"{e}_end"]].set_axis(["chrom", "start", "end"], axis=1)
-        for e in ("enhancer", "promoter")
+        windows[[f"{e}_chrom", f"{e}_start", f"{e}_end"]].set_axis(["chrom", "start", "end"], axis=1) for e in ELEMENTS
     ]
     return pd.concat(parts).drop_duplicates().sort_values(["chrom", "start", "end"]).reset_index(drop=True)
 

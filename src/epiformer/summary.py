@@ -31,8 +31,8 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import roc_auc_score
 
-from epiformer.evaluate import fast_average_precision, fast_roc_auc, paired_bootstrap_difference
 from epiformer.fileio import atomic_write_text
+from epiformer.metrics import fast_average_precision, fast_roc_auc, paired_bootstrap_difference
 
 # sklearn's values (tested equal), fast enough for models x baselines x 1000 resamples
 PAIRED_METRICS = {"auroc": fast_roc_auc, "auprc": fast_average_precision}

@@ -38,11 +38,13 @@ import torch
 from safetensors.torch import save_file
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from epiformer.data import PairBatches, batch_loader, load_split, shard_manifest
+from epiformer.batches import PairBatches, batch_loader
 from epiformer.fileio import atomic_write, atomic_write_text
+from epiformer.inference import mixed_precision, predict_split, select_device
 from epiformer.model import EPITransformer, ModelConfig, count_parameters, score_batch
 from epiformer.provenance import package_versions
 from epiformer.runlog import progress
+from epiformer.shards import load_split, shard_manifest
 
 log = logging.getLogger(__name__)
 LOG_COLUMNS = [
@@ -76,25 +78,6 @@ class TrainConfig:
     patience: int = 0  # epochs without a better validation AUPRC before stopping; 0 never stops early
     devices: int = 1  # data-parallel processes (DDP); batch_size is the global batch
     checkpoint_minutes: float = 10.0  # also checkpoint within an epoch this often (0: at epoch ends only)
-
-
-def select_device(name: str) -> torch.device:
-    """`auto` picks CUDA when present and says loudly when it falls back to the CPU."""
-    if name == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError(
-            "train.device is 'cuda' but no CUDA GPU is visible. Use 'auto' or 'cpu', or run on a GPU node."
-        )
-    if name == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        log.warning("No CUDA GPU found: training on the CPU (train.device: auto). This is slow for real data sets.")
-        return torch.device("cpu")
-    return torch.device(name)
-
-
-def mixed_precision(device: torch.device):
-    """bf16 autocast on CUDA; float32 on the CPU, where bf16 matmuls run ~100x slower without bf16 units."""
-    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
 
 
 def seed_everything(seed: int) -> None:
@@ -143,20 +126,6 @@ def learning_rate_factor(step: int, warmup: int, total: int) -> float:
         return (step + 1) / warmup
     progress = (step - warmup) / max(1, total - warmup)
     return 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
-
-
-@torch.no_grad()
-def predict_split(model, data, batch_size: int, device: torch.device) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Probabilities, labels and pair ids for a split, centred windows, no augmentation."""
-    model.eval()
-    scores, labels, ids = [], [], []
-    for batch in batch_loader(PairBatches(data, batch_size)):
-        with mixed_precision(device):
-            logits = score_batch(model, batch, device)
-        scores.append(torch.sigmoid(logits.float()).cpu().numpy())
-        labels.append(batch["label"].numpy())
-        ids.append(batch["pair_id"].numpy())
-    return np.concatenate(scores), np.concatenate(labels).astype(int), np.concatenate(ids)
 
 
 def _checkpoint_path(checkpoint_dir: Path) -> Path:
@@ -591,20 +560,3 @@ def _bce(scores: np.ndarray, labels: np.ndarray) -> float:
 
 def _fmt(values) -> list[str]:
     return [f"{v:.4g}" if isinstance(v, float) else str(v) for v in values]
-
-
-def load_trained_model(model_dir: str | Path, device: torch.device | str = "cpu") -> tuple[EPITransformer, dict]:
-    """The model and its description from a `model.safetensors` + `model.json` directory."""
-    from safetensors.torch import load_file
-
-    model_dir = Path(model_dir)
-    for name in ("model.json", "model.safetensors"):
-        if not (model_dir / name).exists():
-            raise FileNotFoundError(
-                f"{model_dir / name} is missing: point at a trained results/<cell>/<model> "
-                "(or results/pooled/<model>) folder."
-            )
-    description = json.loads((model_dir / "model.json").read_text())
-    model = EPITransformer(ModelConfig(**description["model"]))
-    model.load_state_dict(load_file(str(model_dir / "model.safetensors")))
-    return model.to(device).eval(), description

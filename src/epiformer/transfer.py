@@ -14,9 +14,9 @@ import pandas as pd
 import torch
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from epiformer.data import load_manifest, load_split
 from epiformer.fileio import atomic_write_text
-from epiformer.train import load_trained_model, predict_split
+from epiformer.inference import load_trained_model, predict_split
+from epiformer.shards import load_manifest, load_split
 
 
 def check_same_widths(description: dict, shard_dir: Path, model_dir: Path) -> None:

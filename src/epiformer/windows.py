@@ -28,17 +28,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from epiformer.constants import ELEMENTS, WINDOW_FIELDS
 from epiformer.fileio import atomic_write_text
 from epiformer.genome import Genome, GenomeError
-from epiformer.pairs import PairsError, file_line, read_pairs
+from epiformer.pairs import fail_at_first_bad_row, read_pairs
 from epiformer.provenance import input_record, package_versions
 from epiformer.splits import SplitSpec, assign_splits, split_audit
 
 log = logging.getLogger(__name__)
 WINDOW_COLUMNS = ["pair_id", "label", "split", "distance"] + [
-    f"{element}_{part}" for element in ("enhancer", "promoter") for part in ("chrom", "start", "end")
+    f"{element}_{part}" for element in ELEMENTS for part in WINDOW_FIELDS
 ]
-ELEMENTS = ("enhancer", "promoter")
 
 
 @dataclass(frozen=True)
@@ -89,22 +89,22 @@ def check_chromosomes(pairs: pd.DataFrame, sizes: dict[str, int], genome_name: s
             "come from different builds or naming schemes (UCSC 'chr1' against Ensembl '1'): use the genome "
             "the pairs were called on, or rename one side."
         )
-    for column in ("enhancer_chrom", "promoter_chrom"):
-        unknown = ~pairs[column].isin(list(sizes))
-        if not unknown.any():
-            continue
-        row = int(unknown.to_numpy().nonzero()[0][0])
-        name = pairs[column].iloc[row]
-        flipped = _flip_chr(name)
-        hint = (
-            f" The genome names it {flipped!r}: only the `chr` prefix differs; rename one side to match."
-            if flipped in sizes
-            else " Use a genome of the same build, or remove the pairs on that sequence."
-        )
-        raise PairsError(
-            f"{file_line(pairs, row)}: {column} {name!r} is not in {genome_name} (it has {some}).{hint} "
-            f"({int(unknown.sum())} row(s) in all.)"
-        )
+
+    def unknown_chromosome(column: str):
+        def problem(row: int) -> str:
+            name = pairs[column].iloc[row]
+            flipped = _flip_chr(name)
+            hint = (
+                f" The genome names it {flipped!r}: only the `chr` prefix differs; rename one side to match."
+                if flipped in sizes
+                else " Use a genome of the same build, or remove the pairs on that sequence."
+            )
+            return f"{column} {name!r} is not in {genome_name} (it has {some}).{hint}"
+
+        return problem
+
+    for column in (f"{element}_chrom" for element in ELEMENTS):
+        fail_at_first_bad_row(pairs, ~pairs[column].isin(list(sizes)), unknown_chromosome(column))
 
 
 def place_windows(starts, ends, width: int, chrom_sizes, edge: str) -> tuple[np.ndarray, np.ndarray]:
@@ -146,12 +146,15 @@ def make_windows(
         log.info("Dropped %d exact duplicate rows", int(duplicated.sum()))
     pairs = pairs[~duplicated]
     trans = (pairs["enhancer_chrom"] != pairs["promoter_chrom"]).to_numpy()
-    if trans.any() and not spec.allow_trans:
-        row = int(trans.nonzero()[0][0])
-        raise PairsError(
-            f"{file_line(pairs, int(pairs['pair_id'].iloc[row]))}: the enhancer ({pairs['enhancer_chrom'].iloc[row]}) "
-            f"and promoter ({pairs['promoter_chrom'].iloc[row]}) lie on different chromosomes "
-            f"({int(trans.sum())} such pairs). Remove them or set windows.allow_trans: true."
+    if not spec.allow_trans:
+        fail_at_first_bad_row(
+            pairs,
+            trans,
+            lambda row: (
+                f"the enhancer ({pairs['enhancer_chrom'].iloc[row]}) and promoter "
+                f"({pairs['promoter_chrom'].iloc[row]}) lie on different chromosomes. "
+                "Remove such pairs or set windows.allow_trans: true."
+            ),
         )
     out = pd.DataFrame({"pair_id": pairs["pair_id"].to_numpy(), "label": pairs["label"].to_numpy()})
     keep = np.ones(len(pairs), dtype=bool)

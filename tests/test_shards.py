@@ -2,9 +2,10 @@ import numpy as np
 import pytest
 import torch
 
-from epiformer.data import PairBatches, ShardError, batch_loader, crop, load_split, reverse_complement
+from epiformer.batches import PairBatches, batch_loader
 from epiformer.encode import encode_shards, one_hot
 from epiformer.genome import Genome
+from epiformer.shards import ShardError, crop, load_split, reverse_complement
 from tests.test_encode import windows_frame
 
 

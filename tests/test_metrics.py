@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import average_precision_score, f1_score, matthews_corrcoef, roc_auc_score
 
-from epiformer.evaluate import best_f1_threshold, compute_metrics, fast_average_precision, fast_roc_auc
+from epiformer.metrics import best_f1_threshold, compute_metrics, fast_average_precision, fast_roc_auc
 
 
 def scored(n, seed):

@@ -1,0 +1,7 @@
+"""The names every stage shares, each defined once."""
+
+ELEMENTS = ("enhancer", "promoter")  # the two elements of a pair, in the order of every table and tensor
+SPLITS = ("train", "val", "test")
+ALPHABET = "ACGT"  # one-hot channel order; N and other codes are all-zero rows
+BASELINES = ("distance", "kmer", "propensity")  # the baselines `baselines.names` may list
+WINDOW_FIELDS = ("chrom", "start", "end")  # per element: `{element}_{field}` columns of pairs and windows tables
