@@ -24,7 +24,8 @@ import numpy as np
 import torch
 
 from epiformer.batches import PairBatches, batch_loader
-from epiformer.encode import FORMAT_VERSION, one_hot, pack_codes, pack_one_hot, write_shard
+from epiformer.constants import SHARD_FORMAT
+from epiformer.encode import one_hot, pack_codes, pack_one_hot, write_shard
 from epiformer.model import EPITransformer, ModelConfig
 from epiformer.shards import load_split
 
@@ -79,10 +80,9 @@ def write_random_shards(folder: Path, shards: int, rows: int) -> None:
             }
         )
     manifest = {
-        "format_version": FORMAT_VERSION,
-        "widths": WIDTHS,
+        "format_version": SHARD_FORMAT,
+        "windows": {f"{element}_width": width for element, width in WIDTHS.items()},
         "flank": FLANK,
-        "lengths": lengths,
         "split": {"mode": "chromosome", "leak_prone": False},
         "shards": entries,
     }

@@ -1,19 +1,13 @@
-"""Train one model on one cell line's shards."""
+"""Train one model on one cell line's shards (or a pooled model on every cell line's)."""
 
 from pathlib import Path
 
-from epiformer.model import ModelConfig
+from epiformer.configs import ModelConfig, TrainConfig
 from epiformer.runlog import setup_logging
-from epiformer.train import TrainConfig, train_model
+from epiformer.train import train_model
 
 log = setup_logging(snakemake.log[0])
-cluster_only = {"mem_mb", "runtime"}
-train_config = TrainConfig(
-    **{k: v for k, v in snakemake.params.train.items() if k not in cluster_only},
-    max_shift=snakemake.params.augment["max_shift"],
-    reverse_complement=snakemake.params.augment["reverse_complement"],
-)
-train_config.threads = max(1, snakemake.threads // train_config.devices)  # per process
+train_config = TrainConfig(**snakemake.params.train, reverse_complement=snakemake.params.reverse_complement)
 shards = snakemake.input.shards  # one folder, or a pooled model's list of them
 description = train_model(
     shards if isinstance(shards, str) else [str(folder) for folder in shards],

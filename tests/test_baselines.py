@@ -136,7 +136,8 @@ def test_outputs_have_the_transformer_formats_the_test_pairs_and_sklearn_values(
         assert metrics["f1"] == f1_score(labels, predicted) and metrics["mcc"] == matthews_corrcoef(labels, predicted)
         assert (metrics["n_test"], metrics["positives"]) == (len(test), int(test.label.sum()))
         assert metrics["split_mode"] == "chromosome" and metrics["leak_prone"] is False
-        assert metrics["data_widths"] == {"enhancer": 64, "promoter": 48} and metrics["baseline"]["name"] == name
+        assert (metrics["windows"]["enhancer_width"], metrics["windows"]["promoter_width"]) == (64, 48)
+        assert metrics["baseline"]["name"] == name
         if name == "distance":
             by_distance = scores.to_numpy()[np.argsort(windows.loc[predictions["pair_id"], "distance"].to_numpy())]
             assert (np.diff(by_distance) <= 0).all() or (np.diff(by_distance) >= 0).all()

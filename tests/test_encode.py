@@ -71,7 +71,8 @@ def test_shards_hold_the_genome_with_flanks(shards):
     path, windows, manifest, shard_dir = shards
     genome = Genome(path)
     data = load_split(shard_dir, "train")
-    assert manifest["lengths"] == {"enhancer": 26, "promoter": 22}
+    assert (manifest["windows"], manifest["flank"]) == ({"enhancer_width": 20, "promoter_width": 16}, 3)
+    assert data.lengths == {"enhancer": 26, "promoter": 22}
     assert [s["rows"] for s in manifest["shards"]] == [4, 4, 1, 3]
     for row, pair_id in enumerate(data.pair_id):
         window = windows.set_index("pair_id").loc[pair_id]
@@ -155,7 +156,7 @@ def test_shards_cost_half_a_byte_per_base_plus_little(small_fasta, tmp_path):
     path, _ = small_fasta
     windows = windows_frame([("chrA", s, s + 1000, "chrB", s, s + 800) for s in range(0, 400, 2)])
     manifest = encode_shards(windows, path, tmp_path / "big", flank=10, shard_size=1000)
-    bases = len(windows) * sum(manifest["lengths"].values())
+    bases = len(windows) * sum(load_split(tmp_path / "big", "train").lengths.values())
     size = sum((tmp_path / "big" / s["path"]).stat().st_size for s in manifest["shards"])
     per_pair = 1 + 8 + 8  # label uint8, pair_id and distance int64
     assert size <= bases / 2 + per_pair * len(windows) + 1024  # half a byte a base, a header of under 1 kB a shard

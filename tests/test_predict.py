@@ -117,10 +117,8 @@ def test_model_json_carries_the_window_settings_used_at_training(finished):
 
 
 def test_window_settings_come_from_the_model_and_overrides_are_logged(caplog):
-    description = {
-        "widths": {"enhancer": 100, "promoter": 80},
-        "windows": {**TRAINED_WINDOWS, "edge": "drop", "max_n_fraction": 0.2},
-    }
+    windows = {**TRAINED_WINDOWS, "enhancer_width": 100, "promoter_width": 80, "edge": "drop", "max_n_fraction": 0.2}
+    description = {"windows": windows}
     assert window_spec_for(description) == WindowSpec(100, 80, edge="drop", max_n_fraction=0.2)
     with caplog.at_level(logging.WARNING):
         assert window_spec_for(description, edge="shift").edge == "shift"
@@ -231,9 +229,9 @@ def broken_model(finished, tmp_path, case):
         (folder / "model.safetensors").unlink()
     elif case == "not json":
         (folder / "model.json").write_text("{ this is not json")
-    elif case == "no widths":
+    elif case == "no windows":
         description = json.loads((folder / "model.json").read_text())
-        del description["widths"]
+        del description["windows"]
         (folder / "model.json").write_text(json.dumps(description))
     elif case == "weights of another model":
         description = json.loads((folder / "model.json").read_text())
@@ -251,7 +249,7 @@ MODEL_CASES = {
     "weights file": ["is a file", "linear"],
     "no weights": ["no model.safetensors"],
     "not json": ["model.json is not a model", "Re-run training"],
-    "no widths": ["'widths'"],
+    "no windows": ["model.json is not a model"],
     "weights of another model": ["does not load", "belong together"],
     "truncated weights": ["does not load"],
 }

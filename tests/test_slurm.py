@@ -328,9 +328,9 @@ def test_tiny_workflow_runs_through_the_slurm_profile(slurm_cluster, tmp_path):
     planned = planned_requests(run.stderr)
     for job in jobs.itertuples():  # what SLURM granted is exactly what Snakemake asked for
         assert job.granted == planned[job.rule], f"{job.rule}: granted {job.granted}, asked {planned[job.rule]}"
-    train = config["train"]
+    train, asked = config["train"], config["resources"]["train"]
     processes = train.get("devices", 1)  # the rule asks threads and memory per data-parallel process
-    memory, time_limit = f"{train['mem_mb'] * processes}M", minutes_as_slurm_time(train["runtime"])
+    memory, time_limit = f"{asked['mem_mb'] * processes}M", minutes_as_slurm_time(asked["runtime"])
     assert planned["train"] == (train["threads"] * processes, memory, time_limit)
     assert planned["windows"] == (1, "4000M", minutes_as_slurm_time(60))  # its rule's own threads and resources
 

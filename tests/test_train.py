@@ -47,7 +47,8 @@ def test_training_writes_a_model_that_loads_and_a_log_per_epoch(shard_dir, tmp_p
     assert log["val_auroc"].between(0, 1).all() and (log["tokens_per_s"] > 0).all()
     saved = json.loads((tmp_path / "out" / "model.json").read_text())
     assert saved == json.loads(json.dumps(description))
-    assert saved["widths"] == {"enhancer": 64, "promoter": 48} and saved["model"]["patch_size"] == 4
+    assert (saved["windows"]["enhancer_width"], saved["windows"]["promoter_width"]) == (64, 48)
+    assert saved["model"]["patch_size"] == 4
     assert saved["best_val_auprc"] == pytest.approx(log["val_auprc"].max())
     model, _ = load_trained_model(tmp_path / "out")
     logits = model(torch.zeros(2, 64, 4), torch.zeros(2, 48, 4))

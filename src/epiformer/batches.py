@@ -39,8 +39,14 @@ class PairBatches(torch.utils.data.Dataset):
     ):
         self.shards, self.batch_size = shards, batch_size
         self.seed, self.epoch, self.rank = seed, epoch, rank
+        if max_shift > shards.flank:
+            raise ValueError(
+                f"A shift of up to {max_shift} bp was asked for, but the shards hold {shards.flank} bp of flank "
+                "beyond each window: ask for at most that, or encode the shards again with a larger "
+                "augment.max_shift."
+            )
         self.augment = shuffle and (max_shift > 0 or reverse_complement_prob > 0)
-        self.max_shift, self.reverse_complement_prob = min(max_shift, shards.flank), reverse_complement_prob
+        self.max_shift, self.reverse_complement_prob = max_shift, reverse_complement_prob
         order = np.random.default_rng([seed, epoch]).permutation(len(shards)) if shuffle else np.arange(len(shards))
         # Disjoint per rank: rank r takes slices r, r + w, r + 2w, ... of batch size.
         slices = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]

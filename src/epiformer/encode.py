@@ -12,10 +12,11 @@ Stored layout (the one place it is defined; `epiformer.shards` reads it back):
   window centres as in windows.tsv (-1 for a pair across chromosomes), for models that
   are given the pair's genomic distance.
 
-`manifest.json` lists format version, widths, flank, channel order, packing, the window
-settings (from the windows report), every shard with its row and label counts and SHA-256,
-and the checksums of the inputs. Every file is written to a temporary name and renamed, so
-a killed job leaves nothing that looks done.
+`manifest.json` lists format version, the window spec once (`windows`: widths, edge, N
+filter, trans pairs, from the windows report), the flank, channel order, packing, every
+shard with its row and label counts and SHA-256, and the checksums of the inputs. Every
+file is written to a temporary name and renamed, so a killed job leaves nothing that looks
+done.
 """
 
 from __future__ import annotations
@@ -31,12 +32,11 @@ import pandas as pd
 from safetensors.numpy import save_file
 
 from epiformer import __version__
-from epiformer.constants import ALPHABET, ELEMENTS
+from epiformer.constants import ALPHABET, ELEMENTS, SHARD_FORMAT
 from epiformer.fileio import atomic_write, atomic_write_text, sha256_file
 from epiformer.genome import Genome
 from epiformer.runlog import progress
 
-FORMAT_VERSION = 2  # 2: shards carry `distance`
 ONE_HOT_TABLE = np.zeros((256, 4), dtype=np.uint8)
 for _channel, _base in enumerate(ALPHABET):
     ONE_HOT_TABLE[ord(_base), _channel] = 1
@@ -157,6 +157,24 @@ def clear_previous_run(outdir: Path) -> None:
         path.unlink()
 
 
+def window_spec_of(windows: pd.DataFrame, spec: dict | None) -> dict:
+    """The windows' WindowSpec (as the windows report records it), checked against the table's widths.
+
+    Without a report (a windows table made in Python), the spec is the widths alone.
+    """
+    spec = dict(spec or {})
+    for element in ELEMENTS:
+        widths = (windows[f"{element}_end"] - windows[f"{element}_start"]).unique()
+        if len(widths) != 1 or spec.get(f"{element}_width", widths[0]) != widths[0]:
+            raise ValueError(
+                f"The {element} windows are {sorted(int(w) for w in widths)} bp wide, but the windows report "
+                f"says {spec.get(f'{element}_width')}: every window of an element has the spec's one width. "
+                "Re-run the windows stage."
+            )
+        spec[f"{element}_width"] = int(widths[0])
+    return spec
+
+
 def encode_shards(
     windows: pd.DataFrame,
     genome_path: str | Path,
@@ -190,20 +208,18 @@ def encode_shards(
         else:
             entries = [encode_one_shard(genome, job, outdir, flank) for job in progress(jobs, len(jobs), "shards")]
         genome_sha256 = genome.index_sha256()
-    widths = {e: int((windows[f"{e}_end"] - windows[f"{e}_start"]).iloc[0]) for e in ELEMENTS}
+    spec = window_spec_of(windows, (split_report or {}).get("windows"))
     manifest = {
-        "format_version": FORMAT_VERSION,
+        "format_version": SHARD_FORMAT,
         "epiformer_version": __version__,
         "channels": ALPHABET,
         "packing": "numpy.packbits(onehot[N, L, 4].reshape(N, -1), axis=1, bitorder='big') -> uint8 [N, L/2]",
-        "widths": widths,
-        "flank": flank,
-        "lengths": {e: w + 2 * flank for e, w in widths.items()},
+        "windows": spec,  # the WindowSpec: widths, edge, N filter, trans pairs; model.json copies it
+        "flank": flank,  # bases stored beyond each window, the most training may shift it
         "split": {
             "mode": (split_report or {}).get("split_mode", "chromosome"),
             "leak_prone": bool((split_report or {}).get("leak_prone", False)),
         },
-        "windows": (split_report or {}).get("windows"),  # the WindowSpec; None when the report predates it
         "shards": entries,
         "inputs": {"pairs_sha256": pairs_sha256, "genome_index_sha256": genome_sha256},
     }

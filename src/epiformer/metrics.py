@@ -123,12 +123,12 @@ def compute_metrics(test: pd.DataFrame, val: pd.DataFrame | None, resamples: int
 
 
 def data_fields(shard_dir) -> dict:
-    """What metrics.json says about the data: split mode, whether it is leak-prone, window widths."""
+    """What metrics.json says about the data: split mode, whether it is leak-prone, the window spec."""
     manifest = load_manifest(shard_dir)
     return {
         "split_mode": manifest["split"]["mode"],
         "leak_prone": manifest["split"]["leak_prone"],
-        "data_widths": manifest["widths"],
+        "windows": manifest["windows"],
     }
 
 

@@ -19,41 +19,15 @@ the same features is added to the logit.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from epiformer.configs import ModelConfig
 from epiformer.ops import linear_attention, softmax_attention
 
 ATTENTION = {"linear": linear_attention, "softmax": softmax_attention}
-
-
-@dataclass
-class ModelConfig:
-    """Defaults: the model config/README.md recommends for real data (3 kb + 2 kb windows)."""
-
-    attention: str = "linear"  # "linear" (M7, ELU+1 kernel) or "softmax" (the baseline)
-    d_model: int = 128
-    n_layers: int = 4
-    n_heads: int = 8
-    d_ff: int = 512  # 4 x d_model, as in Vaswani et al.
-    patch_size: int = 10
-    kernel_size: int = 20
-    dropout: float = 0.1
-    distance: bool = False  # join the pair's log genomic distance to the pooled sequence representation
-
-    def __post_init__(self):
-        if self.attention not in ("linear", "softmax"):
-            raise ValueError(f"attention must be 'linear' or 'softmax', not {self.attention!r}")
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
-        if self.kernel_size < self.patch_size:
-            raise ValueError(f"kernel_size ({self.kernel_size}) must be >= patch_size ({self.patch_size})")
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def sinusoidal_positions(length: int, dim: int, device=None) -> torch.Tensor:

@@ -77,7 +77,7 @@ def load_model_folder(model_dir: str | Path, device: torch.device | str = "cpu")
         raise ModelError(f"{model_dir} has no {' or '.join(missing)}. {fix}")
     try:
         description = json.loads((model_dir / "model.json").read_text())
-        widths = {element: int(description["widths"][element]) for element in ELEMENTS}
+        windows = recorded_windows(description)
         dict(description["model"])
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
         raise ModelError(
@@ -92,8 +92,21 @@ def load_model_folder(model_dir: str | Path, device: torch.device | str = "cpu")
             f"describes ({type(error).__name__}: {str(error)[:300]}). The two files belong together: copy both "
             "from the same training run, or re-train."
         ) from error
-    description["widths"] = widths
+    description["windows"] = windows
     return model, description
+
+
+def recorded_windows(description: dict) -> dict:
+    """The WindowSpec fields model.json records (`windows`), with both widths (KeyError if absent).
+
+    A model.json written before shard format 3 kept the widths apart, under `widths`, and
+    perhaps no settings; it is read the same way.
+    """
+    windows = dict(description.get("windows") or {})
+    for element in ELEMENTS:
+        windows.setdefault(f"{element}_width", description.get("widths", {}).get(element))
+        windows[f"{element}_width"] = int(windows[f"{element}_width"])
+    return windows
 
 
 def window_spec_for(
@@ -104,7 +117,8 @@ def window_spec_for(
     A model.json without window settings (written before they were recorded) gets the
     WindowSpec defaults for edge, N filter and trans pairs, with a warning.
     """
-    trained = dict(description.get("windows") or {})
+    windows = recorded_windows(description)
+    trained = {key: value for key, value in windows.items() if not key.endswith("_width")}
     settings = {key: value for key, value in asdict(WindowSpec()).items() if not key.endswith("_width")}
     if not trained:
         log.warning(
@@ -122,8 +136,7 @@ def window_spec_for(
         if trained and value != trained.get(key):
             log.warning("Scoring with %s=%s; the model was trained with %s=%s.", key, value, key, trained.get(key))
         settings[key] = value
-    widths = description["widths"]
-    return WindowSpec(enhancer_width=int(widths["enhancer"]), promoter_width=int(widths["promoter"]), **settings)
+    return WindowSpec(enhancer_width=windows["enhancer_width"], promoter_width=windows["promoter_width"], **settings)
 
 
 def open_genome(genome_path: str | Path) -> Genome:

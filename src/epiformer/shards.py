@@ -17,8 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from epiformer.constants import ELEMENTS
-from epiformer.encode import FORMAT_VERSION
+from epiformer.constants import ELEMENTS, SHARD_FORMAT
 from epiformer.fileio import sha256_file
 
 SAFETENSORS_DTYPES = {"U8": np.uint8, "I64": np.int64}
@@ -33,12 +32,17 @@ def load_manifest(shard_dir: str | Path) -> dict:
     if not path.exists():
         raise ShardError(f"{path} is missing: re-run the encode step for this cell line.")
     manifest = json.loads(path.read_text())
-    if manifest.get("format_version") != FORMAT_VERSION:
+    if manifest.get("format_version") != SHARD_FORMAT:
         raise ShardError(
-            f"{path}: shard format {manifest.get('format_version')}, this epiformer reads {FORMAT_VERSION}. "
+            f"{path}: shard format {manifest.get('format_version')}, this epiformer reads {SHARD_FORMAT}. "
             f"Re-encode: delete {Path(shard_dir)} (or `snakemake --forcerun encode`) and run again."
         )
     return manifest
+
+
+def window_widths(description: dict) -> dict[str, int]:
+    """Each element's window width, from a shard manifest or a model.json (both carry `windows`)."""
+    return {element: int(description["windows"][f"{element}_width"]) for element in ELEMENTS}
 
 
 def map_safetensors(path: Path) -> dict[str, np.memmap]:
@@ -71,7 +75,7 @@ def pooled_manifest(shard_dirs: list[str | Path]) -> dict:
     manifests = [load_manifest(shard_dir) for shard_dir in shard_dirs]
     first = manifests[0]
     for shard_dir, manifest in zip(shard_dirs[1:], manifests[1:]):
-        for key in ("widths", "flank", "windows", "split"):
+        for key in ("windows", "flank", "split"):
             if manifest.get(key) != first.get(key):
                 raise ShardError(
                     f"{shard_dir}: {key} {manifest.get(key)} differs from {shard_dirs[0]} "
@@ -103,8 +107,9 @@ class ShardSet:
         self.entries = [s for s in manifest["shards"] if s["split"] == split]
         if not self.entries:
             raise ShardError(f"{shard_dir}: manifest lists no shards for the {split!r} split.")
-        self.lengths: dict[str, int] = dict(manifest["lengths"])
+        self.widths = window_widths(manifest)
         self.flank = int(manifest["flank"])
+        self.lengths = {element: width + 2 * self.flank for element, width in self.widths.items()}  # stored bases
         self.paths = [Path(entry.get("dir", shard_dir)) / entry["path"] for entry in self.entries]
         labels, ids, distances = [], [], []
         for path, entry in zip(self.paths, self.entries):
@@ -171,8 +176,9 @@ class PackedPairs:
         flank: int = 0,
     ):
         self._tensors = {element: tensors[element] for element in ELEMENTS}
-        self.lengths = {element: 2 * packed.shape[1] for element, packed in self._tensors.items()}
+        self.lengths = {element: 2 * packed.shape[1] for element, packed in self._tensors.items()}  # stored bases
         self.flank = flank
+        self.widths = {element: length - 2 * flank for element, length in self.lengths.items()}
         self.pair_id = np.asarray(pair_id, dtype=np.int64)
         self.distance = np.asarray(distance, dtype=np.int64)
         self.source = np.zeros(len(self.pair_id), dtype=np.int64)  # one source: the pairs being scored

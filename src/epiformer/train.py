@@ -1,7 +1,7 @@
 """Training: AdamW, warm-up + cosine schedule, class-weighted loss, best-on-validation.
 
 Outputs in `outdir`: `model.safetensors` (the weights of the epoch with the best
-validation AUPRC), `model.json` (model config, window widths and settings, training config,
+validation AUPRC), `model.json` (model config, the shards' window spec and flank, training config,
 data manifest checksum, versions) and `train_log.tsv` (one row per epoch).
 
 A rolling checkpoint (model, optimiser, scheduler, RNG states, epoch, batch, best metric)
@@ -39,9 +39,10 @@ from safetensors.torch import save_file
 from sklearn.metrics import average_precision_score, roc_auc_score
 
 from epiformer.batches import PairBatches, batch_loader
+from epiformer.configs import ModelConfig, TrainConfig
 from epiformer.fileio import atomic_write, atomic_write_text
 from epiformer.inference import mixed_precision, predict_split, select_device
-from epiformer.model import EPITransformer, ModelConfig, count_parameters, score_batch
+from epiformer.model import EPITransformer, count_parameters, score_batch
 from epiformer.provenance import package_versions
 from epiformer.runlog import progress
 from epiformer.shards import load_split, shard_manifest
@@ -58,26 +59,6 @@ LOG_COLUMNS = [
     "tokens_per_s",
     "device",
 ]
-
-
-@dataclass
-class TrainConfig:
-    epochs: int = 10
-    batch_size: int = 64
-    learning_rate: float = 2e-3
-    weight_decay: float = 0.01
-    warmup_fraction: float = 0.05
-    grad_clip: float = 1.0
-    max_shift: int = 8
-    reverse_complement: bool = True
-    seed: int = 0
-    device: str = "auto"
-    threads: int = 1
-    loader_workers: int = 0
-    compile: bool = False
-    patience: int = 0  # epochs without a better validation AUPRC before stopping; 0 never stops early
-    devices: int = 1  # data-parallel processes (DDP); batch_size is the global batch
-    checkpoint_minutes: float = 10.0  # also checkpoint within an epoch this often (0: at epoch ends only)
 
 
 def seed_everything(seed: int) -> None:
@@ -175,11 +156,6 @@ def train_model(
     if train_config.devices == 1:
         return _train(0, 1, shard_dir, model_config, train_config, Path(outdir), Path(checkpoint_dir))
     select_device(train_config.device)  # fail before spawning processes
-    if train_config.batch_size % train_config.devices:
-        raise ValueError(
-            f"train.batch_size ({train_config.batch_size}) must divide by train.devices "
-            f"({train_config.devices}): each process takes an equal share of every batch."
-        )
     port = _free_port()
     context = torch.multiprocessing.spawn(
         _distributed_worker,
@@ -258,7 +234,7 @@ def _epoch_batches(train_data, train_config: TrainConfig, epoch: int, rank: int,
         shuffle=True,
         seed=train_config.seed,
         epoch=epoch,
-        max_shift=train_config.max_shift,
+        max_shift=train_data.flank if train_config.max_shift is None else train_config.max_shift,
         reverse_complement_prob=0.5 if train_config.reverse_complement else 0.0,
         rank=rank,
         world_size=world,
@@ -486,7 +462,7 @@ def _train(
 
     # Model tokens (one per patch), not bases: the unit attention cost grows with.
     tokens_per_epoch = len(train_data) * sum(
-        -(-(length - 2 * train_data.flank) // model_config.patch_size) for length in train_data.lengths.values()
+        -(-width // model_config.patch_size) for width in train_data.widths.values()
     )
     with StopRequest() as stop:
         for epoch in range(done + 1, train_config.epochs + 1):
@@ -536,8 +512,8 @@ def write_outputs(outdir: Path, best, history, model_config, train_config, manif
     description = {
         "model": model_config.to_dict(),
         "parameters": sum(v.numel() for v in best["weights"].values()),
-        "widths": manifest["widths"],
-        "windows": manifest.get("windows"),  # edge, N filter, trans: how `epiformer predict` places windows
+        "windows": manifest["windows"],  # the shards' WindowSpec, unchanged: how `epiformer predict` places windows
+        "flank": manifest["flank"],  # the most training shifted a window
         "split": manifest["split"],
         "trained_on": manifest.get("sources"),  # the shard folders of a pooled model; None for one cell line
         "train": asdict(train_config),

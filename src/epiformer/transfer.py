@@ -16,14 +16,14 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 
 from epiformer.fileio import atomic_write_text
 from epiformer.inference import load_trained_model, predict_split
-from epiformer.shards import load_manifest, load_split
+from epiformer.shards import load_manifest, load_split, window_widths
 
 
 def check_same_widths(description: dict, shard_dir: Path, model_dir: Path) -> None:
-    widths = load_manifest(shard_dir)["widths"]
-    if widths != description["widths"]:
+    widths = window_widths(load_manifest(shard_dir))
+    if widths != window_widths(description):
         raise ValueError(
-            f"{model_dir} was trained on windows {description['widths']}, but {shard_dir} holds "
+            f"{model_dir} was trained on windows {window_widths(description)}, but {shard_dir} holds "
             f"{widths}: transfer needs the same window widths for every cell line."
         )
 

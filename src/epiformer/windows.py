@@ -108,7 +108,7 @@ def check_chromosomes(pairs: pd.DataFrame, sizes: dict[str, int], genome_name: s
 
 
 def place_windows(starts, ends, width: int, chrom_sizes, edge: str) -> tuple[np.ndarray, np.ndarray]:
-    """Window starts by the DESIGN rule, and which windows fit (see module docstring)."""
+    """Window starts by the window rule of the module docstring, and which windows fit."""
     starts, ends, chrom_sizes = (np.asarray(x, dtype=np.int64) for x in (starts, ends, chrom_sizes))
     window_starts = (starts + ends) // 2 - width // 2
     fits = chrom_sizes >= width

@@ -1,6 +1,7 @@
 import hashlib
 import os
 import re
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -43,6 +44,22 @@ if set(MODELS) & set(BASELINES):
         f"models: {', '.join(sorted(set(MODELS) & set(BASELINES)))} is also a baseline's name; "
         "rename the model (results/{cell}/{name}/ would hold both)."
     )
+# Model and training settings are checked now, while the DAG is built, by the same dataclasses
+# the jobs use (they import nothing heavy), so `d_model % n_heads` or `batch_size % devices`
+# fails before windows and encode run, not when training starts.
+if (WORKFLOW_DIR / "src" / "epiformer").is_dir():
+    sys.path.insert(0, str(WORKFLOW_DIR / "src"))
+from epiformer.configs import ModelConfig, TrainConfig
+
+for _name in MODELS:
+    try:
+        ModelConfig(**{key: value for key, value in config["models"][_name].items() if key != "pooled"})
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"models: {_name}: {error}. Fix that model's settings in the config.") from None
+try:
+    TrainConfig(**config["train"], reverse_complement=config["augment"]["reverse_complement"])
+except (TypeError, ValueError) as error:
+    raise ValueError(f"train: {error}. Fix it in the config.") from None
 if "pooled" in CELL_LINES:
     raise ValueError(
         f"{config['samples']}: the cell line name 'pooled' is reserved (results/pooled/ holds pooled models)."

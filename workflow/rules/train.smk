@@ -17,13 +17,13 @@ rule train:
     # (a cluster without GPUs: set train.device: cpu).
     threads: config["train"]["threads"] * config["train"]["devices"]
     resources:
-        mem_mb=config["train"]["mem_mb"] * config["train"]["devices"],
-        runtime=config["train"]["runtime"],
+        mem_mb=config["resources"]["train"]["mem_mb"] * config["train"]["devices"],
+        runtime=config["resources"]["train"]["runtime"],
         gpu=config["train"]["devices"] if config["train"]["device"] != "cpu" else 0,
     params:
         model=lambda wildcards: model_config(wildcards.model),
-        train=config["train"],
-        augment=config["augment"],
+        train=config["train"],  # threads: per process
+        reverse_complement=config["augment"]["reverse_complement"],
         # Kept outside the declared outputs: Snakemake deletes a failed job's outputs,
         # and this checkpoint must survive so that a re-run resumes.
         checkpoint_dir=lambda wildcards: f".epiformer-checkpoints/{wildcards.cell}/{wildcards.model}",
@@ -49,5 +49,5 @@ use rule train as train_pooled with:
     params:
         model=lambda wildcards: model_config(wildcards.model),
         train=config["train"],
-        augment=config["augment"],
+        reverse_complement=config["augment"]["reverse_complement"],
         checkpoint_dir=lambda wildcards: f".epiformer-checkpoints/pooled/{wildcards.model}",
