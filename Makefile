@@ -93,4 +93,4 @@ lint: setup
 	exit $$status
 
 clean:
-	rm -rf results logs .epiformer-checkpoints benchmarks/out .snakemake runs
+	rm -rf results logs .epiformer-checkpoints .snakemake runs

@@ -20,7 +20,7 @@ include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/baselines.smk"
 include: "workflow/rules/transfer.smk"
 include: "workflow/rules/report.smk"
-include: "workflow/rules/benchmark.smk"
+include: "workflow/rules/scaling.smk"
 
 
 rule all:

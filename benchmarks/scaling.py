@@ -2,7 +2,7 @@
 
 The attention alone, the whole model and the model without attention, side by side in one
 run; prints the ratios (speed-up, time per token, attention overhead). The same code runs
-as `snakemake bench`, which also draws results/plots/scaling.png. Options as in
+as `snakemake scaling`, which also draws results/plots/scaling.png. Options as in
 `python -m epiformer.scaling --help`, e.g.
     python benchmarks/scaling.py --lengths 1000 5000 20000 --out scaling.tsv
 """

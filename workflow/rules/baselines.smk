@@ -8,7 +8,7 @@ rule baseline:
     log:
         "logs/{cell}/{baseline}/baseline.log",
     benchmark:
-        "benchmarks/out/{cell}/{baseline}/baseline.tsv"
+        "logs/{cell}/{baseline}/baseline.usage.tsv"
     conda:
         "../../envs/evaluate.yaml"
     threads: 1

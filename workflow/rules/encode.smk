@@ -10,7 +10,7 @@ rule encode:
     log:
         "logs/{cell}/encode.log",
     benchmark:
-        "benchmarks/out/{cell}/encode.tsv"
+        "logs/{cell}/encode.usage.tsv"
     conda:
         "../../envs/encode.yaml"
     threads: 2

@@ -9,7 +9,7 @@ rule evaluate:
     log:
         "logs/{cell}/{model}/evaluate.log",
     benchmark:
-        "benchmarks/out/{cell}/{model}/evaluate.tsv"
+        "logs/{cell}/{model}/evaluate.usage.tsv"
     conda:
         "../../envs/train.yaml"
     threads: 1

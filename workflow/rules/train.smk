@@ -8,7 +8,7 @@ rule train:
     log:
         "logs/{cell}/{model}/train.log",
     benchmark:
-        "benchmarks/out/{cell}/{model}/train.tsv"
+        "logs/{cell}/{model}/train.usage.tsv"
     wildcard_constraints:
         model=regex_of(CELL_MODELS),
     conda:
@@ -43,7 +43,7 @@ use rule train as train_pooled with:
     log:
         "logs/pooled/{model}/train.log",
     benchmark:
-        "benchmarks/out/pooled/{model}/train.tsv"
+        "logs/pooled/{model}/train.usage.tsv"
     wildcard_constraints:
         model=regex_of(POOLED_MODELS),
     params:

@@ -13,7 +13,7 @@ rule transfer:
     log:
         "logs/transfer/{model}.log",
     benchmark:
-        "benchmarks/out/transfer/{model}.tsv"
+        "logs/transfer/{model}.usage.tsv"
     wildcard_constraints:
         model=regex_of(CELL_MODELS),  # a pooled model was trained on every cell line: nothing to transfer
     conda:

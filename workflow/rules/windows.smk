@@ -36,7 +36,7 @@ rule windows:
     log:
         "logs/{cell}/windows.log",
     benchmark:
-        "benchmarks/out/{cell}/windows.tsv"
+        "logs/{cell}/windows.usage.tsv"
     conda:
         "../../envs/genome.yaml"
     threads: 1

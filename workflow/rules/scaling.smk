@@ -1,13 +1,13 @@
-rule bench:
+rule scaling:
     output:
-        table="results/benchmarks/scaling.tsv",
+        table="results/scaling.tsv",
         plot=report(
             "results/plots/scaling.png",
             caption="../report/scaling.rst",
             category="Scaling",
         ),
     log:
-        "logs/benchmarks/scaling.log",
+        "logs/scaling.log",
     conda:
         "../../envs/train.yaml"
     threads: 1
@@ -15,9 +15,9 @@ rule bench:
         mem_mb=8000,
         runtime=60,
     params:
-        lengths=config["benchmark"]["lengths"],
-        softmax_max_tokens=config["benchmark"]["softmax_max_tokens"],
-        model_max_tokens=config["benchmark"]["model_max_tokens"],
-        device=config["benchmark"]["device"],
+        lengths=config["scaling"]["lengths"],
+        softmax_max_tokens=config["scaling"]["softmax_max_tokens"],
+        model_max_tokens=config["scaling"]["model_max_tokens"],
+        device=config["scaling"]["device"],
     script:
         "../../scripts/scaling.py"
