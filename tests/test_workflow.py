@@ -188,8 +188,7 @@ def test_a_new_cell_line_schedules_only_its_own_jobs_and_the_aggregates(finished
         "train",
         "evaluate",
         "baseline",
-        "plot_roc_pr",
-        "plot_calibration",
+        "plot_test_set",
         "plot_training",
     }
     aggregates = {rule for rule, wildcards in jobs if "cell=" not in wildcards}

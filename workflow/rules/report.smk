@@ -1,20 +1,26 @@
 # Figures (PNG for the report, SVG beside each for papers) and the summary tables.
 
 
-rule plot_roc_pr:
+# The test-set figures of one cell line: file name -> its label in the report.
+TEST_SET_FIGURE_LABELS = {"roc_pr": "ROC and PR", "calibration": "calibration"}
+
+
+rule plot_test_set:
     input:
         predictions=expand("results/{{cell}}/{model}/predictions.tsv", model=EVALUATED),
         metrics=expand("results/{{cell}}/{model}/metrics.json", model=EVALUATED),
     output:
         png=report(
-            "results/plots/{cell}/roc_pr.png",
-            caption="../report/roc_pr.rst",
+            "results/plots/{cell}/{figure}.png",
+            caption="../report/test_set.rst",
             category="Test-set curves",
-            labels={"cell line": "{cell}", "figure": "ROC and PR"},
+            labels=lambda wildcards: {"cell line": wildcards.cell, "figure": TEST_SET_FIGURE_LABELS[wildcards.figure]},
         ),
-        svg="results/plots/{cell}/roc_pr.svg",
+        svg="results/plots/{cell}/{figure}.svg",
     log:
-        "logs/{cell}/plot_roc_pr.log",
+        "logs/{cell}/plot_{figure}.log",
+    wildcard_constraints:
+        figure=regex_of(TEST_SET_FIGURE_LABELS),
     conda:
         "../../envs/evaluate.yaml"
     threads: 1
@@ -24,33 +30,7 @@ rule plot_roc_pr:
     params:
         models=EVALUATED,
     script:
-        "../../scripts/plot_roc_pr.py"
-
-
-rule plot_calibration:
-    input:
-        predictions=expand("results/{{cell}}/{model}/predictions.tsv", model=EVALUATED),
-        metrics=expand("results/{{cell}}/{model}/metrics.json", model=EVALUATED),
-    output:
-        png=report(
-            "results/plots/{cell}/calibration.png",
-            caption="../report/calibration.rst",
-            category="Test-set curves",
-            labels={"cell line": "{cell}", "figure": "calibration"},
-        ),
-        svg="results/plots/{cell}/calibration.svg",
-    log:
-        "logs/{cell}/plot_calibration.log",
-    conda:
-        "../../envs/evaluate.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    params:
-        models=EVALUATED,
-    script:
-        "../../scripts/plot_calibration.py"
+        "../../scripts/plot_test_set.py"
 
 
 rule plot_training:
