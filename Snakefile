@@ -19,7 +19,8 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/baselines.smk"
 include: "workflow/rules/transfer.smk"
-include: "workflow/rules/report.smk"
+include: "workflow/rules/summary.smk"
+include: "workflow/rules/plots.smk"
 include: "workflow/rules/benchmark.smk"
 
 

@@ -1,4 +1,4 @@
-# Figures (PNG for the report, SVG beside each for papers) and the summary tables.
+# Figures: PNG for the report, SVG beside each for papers (src/epiformer/plots.py draws them).
 
 
 # The test-set figures of one cell line: file name -> its label in the report.
@@ -145,43 +145,3 @@ rule plot_scaling_reference:
         runtime=10,
     script:
         "../../scripts/plot_scaling.py"
-
-
-rule summary:
-    input:
-        metrics=expand("results/{cell}/{model}/metrics.json", cell=CELL_LINES, model=EVALUATED),
-        predictions=expand("results/{cell}/{model}/predictions.tsv", cell=CELL_LINES, model=EVALUATED),
-        descriptions=[f"{model_dir(cell, model)}/model.json" for cell in CELL_LINES for model in MODELS],
-        truths=[get_truth(cell) for cell in CELL_LINES if get_truth(cell)],
-    output:
-        tsv=report("results/summary.tsv", caption="../report/summary.rst", category="Summary"),
-        markdown="results/summary.md",
-        paired=report(
-            "results/paired_comparison.tsv",
-            caption="../report/paired_comparison.rst",
-            category="Summary",
-            labels={"table": "model minus baseline (paired)"},
-        ),
-    log:
-        "logs/summary.log",
-    conda:
-        "../../envs/evaluate.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    params:
-        results=[
-            {
-                "cell_line": cell,
-                "model": model,
-                "truth": get_truth(cell),
-                "description": f"{model_dir(cell, model)}/model.json" if model in MODELS else "",
-            }
-            for cell in CELL_LINES
-            for model in EVALUATED
-        ],
-        bootstrap=config["evaluate"]["bootstrap"],
-        seed=config["evaluate"]["seed"],
-    script:
-        "../../scripts/summary.py"
