@@ -106,6 +106,12 @@ def report_results(html: str) -> dict:
     return json.JSONDecoder().raw_decode(html, start)[0]
 
 
+def report_description(html: str) -> str:
+    """The report's landing-page text (workflow/report/workflow.rst rendered), tags removed."""
+    start = html.index("var workflow_desc = ") + len("var workflow_desc = ")
+    return re.sub("<[^>]+>", "", json.JSONDecoder().raw_decode(html, start)[0])
+
+
 def test_rerun_has_nothing_to_do_and_report_shows_every_figure_with_a_caption(finished):
     dry = snakemake(finished, "-n")
     assert dry.returncode == 0 and "Nothing to be done" in dry.stdout + dry.stderr
@@ -128,6 +134,11 @@ def test_rerun_has_nothing_to_do_and_report_shows_every_figure_with_a_caption(fi
         assert "{{" not in caption and "snakemake." not in caption  # templates filled in
         assert entry["data_uri"].startswith("data:image/png" if path.endswith(".png") else "data:text/")
     assert "demo_a" in entries["results/plots/demo_a/calibration.png"]["caption"]
+    description = report_description((finished / "results" / "report.html").read_text(errors="replace"))
+    assert "Split by chromosome" in description  # what this run did, with the config's values:
+    assert re.search(r"enhancer lies on\s+chr3 are the test split", description)
+    assert "linear: linear attention" in description and "propensity:" in description
+    assert "{{" not in description and "{%" not in description
 
 
 def test_changing_one_model_reruns_only_that_model(finished):
