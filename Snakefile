@@ -24,6 +24,7 @@ include: "workflow/rules/baselines.smk"
 include: "workflow/rules/transfer.smk"
 include: "workflow/rules/summary.smk"
 include: "workflow/rules/plots.smk"
+include: "workflow/rules/report.smk"
 include: "workflow/rules/benchmark.smk"
 
 
@@ -31,3 +32,4 @@ rule all:
     default_target: True
     input:
         all_outputs(),
+        REPORT_TABLES,

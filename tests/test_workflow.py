@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 
@@ -106,6 +107,11 @@ def report_results(html: str) -> dict:
     return json.JSONDecoder().raw_decode(html, start)[0]
 
 
+def report_file(entry: dict) -> str:
+    """The text of a file embedded in the report (its base64 data URI)."""
+    return base64.b64decode(entry["data_uri"].split(";base64,", 1)[1]).decode()
+
+
 def report_description(html: str) -> str:
     """The report's landing-page text (workflow/report/workflow.rst rendered), tags removed."""
     start = html.index("var workflow_desc = ") + len("var workflow_desc = ")
@@ -120,11 +126,12 @@ def test_rerun_has_nothing_to_do_and_report_shows_every_figure_with_a_caption(fi
     entries = report_results((finished / "results" / "report.html").read_text(errors="replace"))
     figures = sorted(str(path.relative_to(finished)) for path in (finished / "results" / "plots").rglob("*.png"))
     tables = [
-        "results/summary.tsv",
-        "results/transfer/linear.tsv",
-        "results/transfer/softmax.tsv",
-        "results/demo_a/split_audit.tsv",
-        "results/demo_b/split_audit.tsv",
+        "results/summary.html",
+        "results/paired_comparison.html",
+        "results/transfer/linear.html",
+        "results/transfer/softmax.html",
+        "results/demo_a/split_audit.html",
+        "results/demo_b/split_audit.html",
     ]
     assert len(figures) == 12 and set(figures + tables) <= set(entries)
     for path in figures + tables:
@@ -132,8 +139,15 @@ def test_rerun_has_nothing_to_do_and_report_shows_every_figure_with_a_caption(fi
         caption = re.sub("<[^>]+>", "", entry["caption"])
         assert len(caption.split()) > 25, (path, caption)  # says what it shows and how to read it
         assert "{{" not in caption and "snakemake." not in caption  # templates filled in
-        assert entry["data_uri"].startswith("data:image/png" if path.endswith(".png") else "data:text/")
+        assert entry["data_uri"].startswith("data:image/png" if path.endswith(".png") else "data:text/html")
+        assert entry["labels"], path  # the report lists labels, not file names
     assert "demo_a" in entries["results/plots/demo_a/calibration.png"]["caption"]
+    # The tables are readable pages holding the TSVs' values; the TSVs stay files, not report items.
+    assert not {"results/summary.tsv", "results/paired_comparison.tsv", "results/transfer/linear.tsv"} & set(entries)
+    summary = pd.read_csv(finished / "results" / "summary.tsv", sep="\t", dtype=str)
+    page = report_file(entries["results/summary.html"])
+    row = summary[(summary["cell_line"] == "demo_b") & (summary["model"] == "kmer")].iloc[0]
+    assert f'<td>demo_b</td><td>kmer</td><td>baseline</td><td></td><td class="number">{row["auroc"]}</td>' in page
     description = report_description((finished / "results" / "report.html").read_text(errors="replace"))
     assert "Split by chromosome" in description  # what this run did, with the config's values:
     assert re.search(r"enhancer lies on\s+chr3 are the test split", description)
@@ -201,9 +215,10 @@ def test_a_new_cell_line_schedules_only_its_own_jobs_and_the_aggregates(finished
         "baseline",
         "plot_test_set",
         "plot_training",
+        "split_audit_html",
     }
     aggregates = {rule for rule, wildcards in jobs if "cell=" not in wildcards}
-    assert aggregates == {"transfer", "plot_transfer"}  # per model; summary and comparison have no wildcards
+    assert aggregates == {"transfer", "plot_transfer", "transfer_html"}  # per model; summary, comparison: none
     assert re.search(r"rule summary:", dry.stdout) and re.search(r"rule plot_comparison:", dry.stdout)
     assert not re.search(r"cell=demo_[ab]\b", dry.stdout)
 

@@ -9,14 +9,9 @@ rule summary:
         descriptions=[f"{model_dir(cell, model)}/model.json" for cell in CELL_LINES for model in MODELS],
         truths=[get_truth(cell) for cell in CELL_LINES if get_truth(cell)],
     output:
-        tsv=report("results/summary.tsv", caption="../report/summary.rst", category="Summary"),
+        tsv="results/summary.tsv",
         markdown="results/summary.md",
-        paired=report(
-            "results/paired_comparison.tsv",
-            caption="../report/paired_comparison.rst",
-            category="Summary",
-            labels={"table": "model minus baseline (paired)"},
-        ),
+        paired="results/paired_comparison.tsv",
     log:
         "logs/summary.log",
     conda:

@@ -1,0 +1,83 @@
+# What only the report needs: the result tables as HTML pages (src/epiformer/html_table.py).
+# A report shows a TSV as raw text and an HTML page as it is; the TSVs stay the results.
+
+
+# Every page below, for `rule all`.
+REPORT_TABLES = [
+    "results/summary.html",
+    "results/paired_comparison.html",
+    *expand("results/transfer/{model}.html", model=CELL_MODELS),
+    *expand("results/{cell}/split_audit.html", cell=CELL_LINES),
+]
+
+
+rule summary_html:
+    input:
+        table="results/summary.tsv",
+    output:
+        html=report(
+            "results/summary.html",
+            caption="../report/summary.rst",
+            category="Summary",
+            labels={"table": "summary"},
+        ),
+    log:
+        "logs/summary_html.log",
+    conda:
+        "../../envs/evaluate.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        title="Test-set results of every cell line, model and baseline",
+    script:
+        "../../scripts/table_html.py"
+
+
+use rule summary_html as paired_comparison_html with:
+    input:
+        table="results/paired_comparison.tsv",
+    output:
+        html=report(
+            "results/paired_comparison.html",
+            caption="../report/paired_comparison.rst",
+            category="Summary",
+            labels={"table": "model minus baseline (paired)"},
+        ),
+    log:
+        "logs/paired_comparison_html.log",
+    params:
+        title="Each model minus each baseline on the same test pairs (paired bootstrap 95% intervals)",
+
+
+use rule summary_html as transfer_html with:
+    input:
+        table="results/transfer/{model}.tsv",
+    output:
+        html=report(
+            "results/transfer/{model}.html",
+            caption="../report/transfer_table.rst",
+            category="Transfer across cell lines",
+            labels={"model": "{model}", "table": "train x test"},
+        ),
+    log:
+        "logs/transfer/{model}_html.log",
+    params:
+        title=lambda wildcards: f"Model {wildcards.model} trained on each cell line, tested on each",
+
+
+use rule summary_html as split_audit_html with:
+    input:
+        table="results/{cell}/split_audit.tsv",
+    output:
+        html=report(
+            "results/{cell}/split_audit.html",
+            caption="../report/split_audit.rst",
+            category="Data",
+            labels={"cell line": "{cell}", "table": "split audit"},
+        ),
+    log:
+        "logs/{cell}/split_audit_html.log",
+    params:
+        title=lambda wildcards: f"Windows shared across splits, cell line {wildcards.cell}",
