@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.conftest import snakemake, tiny_config
+from tests.conftest import REPO, snakemake, tiny_config
 
 
 def test_every_output_exists_for_both_cell_lines_and_models(finished):
@@ -140,8 +140,8 @@ def test_rerun_has_nothing_to_do_and_report_shows_every_figure_with_a_caption(fi
         assert len(caption.split()) > 25, (path, caption)  # says what it shows and how to read it
         assert "{{" not in caption and "snakemake." not in caption  # templates filled in
         assert entry["data_uri"].startswith("data:image/png" if path.endswith(".png") else "data:text/html")
-        assert entry["labels"], path  # the report lists labels, not file names
     assert "demo_a" in entries["results/plots/demo_a/calibration.png"]["caption"]
+    assert all(entry["labels"] for entry in entries.values())  # listed by labels, not by file paths
     # The tables are readable pages holding the TSVs' values; the TSVs stay files, not report items.
     assert not {"results/summary.tsv", "results/paired_comparison.tsv", "results/transfer/linear.tsv"} & set(entries)
     summary = pd.read_csv(finished / "results" / "summary.tsv", sep="\t", dtype=str)
@@ -153,6 +153,27 @@ def test_rerun_has_nothing_to_do_and_report_shows_every_figure_with_a_caption(fi
     assert re.search(r"enhancer lies on\s+chr3 are the test split", description)
     assert "linear: linear attention" in description and "propensity:" in description
     assert "{{" not in description and "{%" not in description
+
+
+def report_calls(text: str) -> list[str]:
+    """The argument text of every `report(...)` call in a rule file."""
+    calls = []
+    for match in re.finditer(r"\breport\(", text):
+        depth, end = 1, match.end()
+        while depth:
+            depth += {"(": 1, ")": -1}.get(text[end], 0)
+            end += 1
+        calls.append(text[match.end() : end - 1])
+    return calls
+
+
+def test_every_report_item_has_labels():
+    # The report lists a category by its items' labels, and by raw file paths as soon as one lacks them.
+    calls = {path.name: report_calls(path.read_text()) for path in (REPO / "workflow" / "rules").glob("*.smk")}
+    assert sum(map(len, calls.values())) >= 12
+    for name, arguments in calls.items():
+        for argument in arguments:
+            assert "labels=" in argument and "caption=" in argument, (name, argument)
 
 
 def test_changing_one_model_reruns_only_that_model(finished):
