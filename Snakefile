@@ -4,7 +4,7 @@
 
 from snakemake.utils import min_version
 
-min_version("9.0")
+min_version("9.19")  # profiles/*/profile.yaml
 
 
 configfile: "config/config.yaml"
