@@ -4,10 +4,13 @@
 
 from snakemake.utils import min_version
 
-min_version("9.0")
+min_version("9.19")  # profiles/*/profile.yaml
 
 
 configfile: "config/config.yaml"
+
+
+report: "workflow/report/workflow.rst"  # the landing page of snakemake --report
 
 
 include: "workflow/rules/common.smk"
@@ -19,6 +22,8 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/baselines.smk"
 include: "workflow/rules/transfer.smk"
+include: "workflow/rules/summary.smk"
+include: "workflow/rules/plots.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/scaling.smk"
 
@@ -27,3 +32,4 @@ rule all:
     default_target: True
     input:
         all_outputs(),
+        REPORT_TABLES,

@@ -191,3 +191,14 @@ def test_requires_python_admits_no_python_a_pinned_package_rejects():
             checked += 1
     assert checked > 20
     assert f"Python ≥ {lowest}" in (REPO / "README.md").read_text()
+
+
+def test_workflow_catalog_settings_name_files_that_exist():
+    """.snakemake-workflow-catalog.yml: the usage the Snakemake workflow catalog shows."""
+    usage = yaml.safe_load((REPO / ".snakemake-workflow-catalog.yml").read_text())["usage"]
+    assert usage["software-stack-deployment"] == {"conda": True, "apptainer": False, "apptainer+conda": False}
+    assert usage["report"] is True and usage["mandatory-flags"]["flags"] == []
+    named = re.findall(r"\b(?:config|profiles|docs)/[\w./]*\w", usage["mandatory-flags"]["desc"])
+    assert len(named) >= 6
+    for path in named:
+        assert (REPO / path).exists(), f".snakemake-workflow-catalog.yml names {path}, which does not exist"

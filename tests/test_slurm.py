@@ -335,6 +335,14 @@ def test_tiny_workflow_runs_through_the_slurm_profile(slurm_cluster, tmp_path):
     assert planned["windows"] == (1, "4000M", minutes_as_slurm_time(60))  # its rule's own threads and resources
 
 
+def test_each_profile_is_a_profile_yaml():
+    # Snakemake >= 9.19 reads a profile folder's profile.yaml; a config.yaml there is only its fallback.
+    folders = sorted(path for path in (REPO / "profiles").iterdir() if path.is_dir())
+    assert [folder.name for folder in folders] == ["local", "slurm"]
+    for folder in folders:
+        assert (folder / "profile.yaml").is_file() and not (folder / "config.yaml").exists(), folder
+
+
 @pytest.mark.parametrize("device, devices, expected", [("auto", 1, "1"), ("cuda", 2, "2"), ("cpu", 1, None)])
 def test_profile_asks_a_gpu_per_training_process_and_none_elsewhere(tmp_path, device, devices, expected):
     """The GPU request the SLURM run above turns off, seen in a dry run through the unchanged profile."""

@@ -264,12 +264,12 @@ def test_summary_rule_writes_the_paired_comparison(finished):
 
 
 def test_report_shows_the_paired_table_with_its_caption(finished, tmp_path):
-    from tests.test_workflow import report_results
+    from tests.test_workflow import report_file, report_results
 
     run = snakemake(finished, "--report", str(tmp_path / "report.html"))
     assert run.returncode == 0, run.stderr[-3000:]
     entries = report_results((tmp_path / "report.html").read_text(errors="replace"))
-    entry = entries["results/paired_comparison.tsv"]
+    entry = entries["results/paired_comparison.html"]
     caption = re.sub("<[^>]+>", "", entry["caption"])
     assert "paired" in caption and "excludes_zero" in caption and len(caption.split()) > 25
-    assert entry["data_uri"].startswith("data:text/")
+    assert entry["data_uri"].startswith("data:text/html") and "<th>excludes_zero</th>" in report_file(entry)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 
@@ -9,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.conftest import snakemake, tiny_config
+from tests.conftest import REPO, snakemake, tiny_config
 
 
 def test_every_output_exists_for_both_cell_lines_and_models(finished):
@@ -106,6 +107,17 @@ def report_results(html: str) -> dict:
     return json.JSONDecoder().raw_decode(html, start)[0]
 
 
+def report_file(entry: dict) -> str:
+    """The text of a file embedded in the report (its base64 data URI)."""
+    return base64.b64decode(entry["data_uri"].split(";base64,", 1)[1]).decode()
+
+
+def report_description(html: str) -> str:
+    """The report's landing-page text (workflow/report/workflow.rst rendered), tags removed."""
+    start = html.index("var workflow_desc = ") + len("var workflow_desc = ")
+    return re.sub("<[^>]+>", "", json.JSONDecoder().raw_decode(html, start)[0])
+
+
 def test_rerun_has_nothing_to_do_and_report_shows_every_figure_with_a_caption(finished):
     dry = snakemake(finished, "-n")
     assert dry.returncode == 0 and "Nothing to be done" in dry.stdout + dry.stderr
@@ -114,11 +126,12 @@ def test_rerun_has_nothing_to_do_and_report_shows_every_figure_with_a_caption(fi
     entries = report_results((finished / "results" / "report.html").read_text(errors="replace"))
     figures = sorted(str(path.relative_to(finished)) for path in (finished / "results" / "plots").rglob("*.png"))
     tables = [
-        "results/summary.tsv",
-        "results/transfer/linear.tsv",
-        "results/transfer/softmax.tsv",
-        "results/demo_a/split_audit.tsv",
-        "results/demo_b/split_audit.tsv",
+        "results/summary.html",
+        "results/paired_comparison.html",
+        "results/transfer/linear.html",
+        "results/transfer/softmax.html",
+        "results/demo_a/split_audit.html",
+        "results/demo_b/split_audit.html",
     ]
     assert len(figures) == 12 and set(figures + tables) <= set(entries)
     for path in figures + tables:
@@ -126,8 +139,41 @@ def test_rerun_has_nothing_to_do_and_report_shows_every_figure_with_a_caption(fi
         caption = re.sub("<[^>]+>", "", entry["caption"])
         assert len(caption.split()) > 25, (path, caption)  # says what it shows and how to read it
         assert "{{" not in caption and "snakemake." not in caption  # templates filled in
-        assert entry["data_uri"].startswith("data:image/png" if path.endswith(".png") else "data:text/")
+        assert entry["data_uri"].startswith("data:image/png" if path.endswith(".png") else "data:text/html")
     assert "demo_a" in entries["results/plots/demo_a/calibration.png"]["caption"]
+    assert all(entry["labels"] for entry in entries.values())  # listed by labels, not by file paths
+    # The tables are readable pages holding the TSVs' values; the TSVs stay files, not report items.
+    assert not {"results/summary.tsv", "results/paired_comparison.tsv", "results/transfer/linear.tsv"} & set(entries)
+    summary = pd.read_csv(finished / "results" / "summary.tsv", sep="\t", dtype=str)
+    page = report_file(entries["results/summary.html"])
+    row = summary[(summary["cell_line"] == "demo_b") & (summary["model"] == "kmer")].iloc[0]
+    assert f'<td>demo_b</td><td>kmer</td><td>baseline</td><td></td><td class="number">{row["auroc"]}</td>' in page
+    description = report_description((finished / "results" / "report.html").read_text(errors="replace"))
+    assert "Split by chromosome" in description  # what this run did, with the config's values:
+    assert re.search(r"enhancer lies on\s+chr3 are the test split", description)
+    assert "linear: linear attention" in description and "propensity:" in description
+    assert "{{" not in description and "{%" not in description
+
+
+def report_calls(text: str) -> list[str]:
+    """The argument text of every `report(...)` call in a rule file."""
+    calls = []
+    for match in re.finditer(r"\breport\(", text):
+        depth, end = 1, match.end()
+        while depth:
+            depth += {"(": 1, ")": -1}.get(text[end], 0)
+            end += 1
+        calls.append(text[match.end() : end - 1])
+    return calls
+
+
+def test_every_report_item_has_labels():
+    # The report lists a category by its items' labels, and by raw file paths as soon as one lacks them.
+    calls = {path.name: report_calls(path.read_text()) for path in (REPO / "workflow" / "rules").glob("*.smk")}
+    assert sum(map(len, calls.values())) >= 12
+    for name, arguments in calls.items():
+        for argument in arguments:
+            assert "labels=" in argument and "caption=" in argument, (name, argument)
 
 
 def test_changing_one_model_reruns_only_that_model(finished):
@@ -188,12 +234,12 @@ def test_a_new_cell_line_schedules_only_its_own_jobs_and_the_aggregates(finished
         "train",
         "evaluate",
         "baseline",
-        "plot_roc_pr",
-        "plot_calibration",
+        "plot_test_set",
         "plot_training",
+        "split_audit_html",
     }
     aggregates = {rule for rule, wildcards in jobs if "cell=" not in wildcards}
-    assert aggregates == {"transfer", "plot_transfer"}  # per model; summary and comparison have no wildcards
+    assert aggregates == {"transfer", "plot_transfer", "transfer_html"}  # per model; summary, comparison: none
     assert re.search(r"rule summary:", dry.stdout) and re.search(r"rule plot_comparison:", dry.stdout)
     assert not re.search(r"cell=demo_[ab]\b", dry.stdout)
 

@@ -176,6 +176,11 @@ def plot_calibration(
     save_figure(fig, out_png)
 
 
+# The test-set figures of one cell line, by the name of their file (results/plots/{cell}/{name}.png);
+# each takes (cell line, model -> predictions.tsv, PNG path, split mode).
+TEST_SET_FIGURES = {"roc_pr": plot_roc_pr, "calibration": plot_calibration}
+
+
 def plot_comparison(summary_tsv: str | Path, out_png: str | Path) -> None:
     """AUROC and AUPRC with 95% intervals for every (cell line, model or baseline), one row per cell line."""
     table = pd.read_csv(summary_tsv, sep="\t")

@@ -1,207 +1,83 @@
-# Figures (PNG for the report, SVG beside each for papers) and the summary tables.
+# What only the report needs: the result tables as HTML pages (src/epiformer/html_table.py).
+# A report shows a TSV as raw text and an HTML page as it is; the TSVs stay the results.
 
 
-rule plot_roc_pr:
+# Every page below, for `rule all`.
+REPORT_TABLES = [
+    "results/summary.html",
+    "results/paired_comparison.html",
+    *expand("results/transfer/{model}.html", model=CELL_MODELS),
+    *expand("results/{cell}/split_audit.html", cell=CELL_LINES),
+]
+
+
+rule summary_html:
     input:
-        predictions=expand("results/{{cell}}/{model}/predictions.tsv", model=EVALUATED),
-        metrics=expand("results/{{cell}}/{model}/metrics.json", model=EVALUATED),
+        table="results/summary.tsv",
     output:
-        png=report(
-            "results/plots/{cell}/roc_pr.png",
-            caption="../report/roc_pr.rst",
-            category="Test-set curves",
-            labels={"cell line": "{cell}", "figure": "ROC and PR"},
-        ),
-        svg="results/plots/{cell}/roc_pr.svg",
-    log:
-        "logs/{cell}/plot_roc_pr.log",
-    conda:
-        "../../envs/evaluate.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    params:
-        models=EVALUATED,
-    script:
-        "../../scripts/plot_roc_pr.py"
-
-
-rule plot_calibration:
-    input:
-        predictions=expand("results/{{cell}}/{model}/predictions.tsv", model=EVALUATED),
-        metrics=expand("results/{{cell}}/{model}/metrics.json", model=EVALUATED),
-    output:
-        png=report(
-            "results/plots/{cell}/calibration.png",
-            caption="../report/calibration.rst",
-            category="Test-set curves",
-            labels={"cell line": "{cell}", "figure": "calibration"},
-        ),
-        svg="results/plots/{cell}/calibration.svg",
-    log:
-        "logs/{cell}/plot_calibration.log",
-    conda:
-        "../../envs/evaluate.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    params:
-        models=EVALUATED,
-    script:
-        "../../scripts/plot_calibration.py"
-
-
-rule plot_training:
-    input:
-        log_table="results/{cell}/{model}/train_log.tsv",
-        description="results/{cell}/{model}/model.json",
-    output:
-        png=report(
-            "results/plots/{cell}/{model}.training.png",
-            caption="../report/training.rst",
-            category="Training curves",
-            labels={"cell line": "{cell}", "model": "{model}"},
-        ),
-        svg="results/plots/{cell}/{model}.training.svg",
-    log:
-        "logs/{cell}/{model}/plot_training.log",
-    conda:
-        "../../envs/evaluate.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    params:
-        trained_on=lambda wildcards: f"cell line {wildcards.cell}",
-    script:
-        "../../scripts/plot_training.py"
-
-
-use rule plot_training as plot_training_pooled with:
-    input:
-        log_table="results/pooled/{model}/train_log.tsv",
-        description="results/pooled/{model}/model.json",
-    output:
-        png=report(
-            "results/plots/pooled/{model}.training.png",
-            caption="../report/training.rst",
-            category="Training curves",
-            labels={"cell line": "all (pooled)", "model": "{model}"},
-        ),
-        svg="results/plots/pooled/{model}.training.svg",
-    log:
-        "logs/pooled/{model}/plot_training.log",
-    params:
-        trained_on="all cell lines (pooled)",
-
-
-rule plot_transfer:
-    input:
-        table="results/transfer/{model}.tsv",
-    output:
-        png=report(
-            "results/plots/transfer/{model}.png",
-            caption="../report/transfer.rst",
-            category="Transfer across cell lines",
-            labels={"model": "{model}", "figure": "heatmap"},
-        ),
-        svg="results/plots/transfer/{model}.svg",
-    log:
-        "logs/transfer/plot_{model}.log",
-    conda:
-        "../../envs/evaluate.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    script:
-        "../../scripts/plot_transfer.py"
-
-
-rule plot_comparison:
-    input:
-        summary="results/summary.tsv",
-    output:
-        png=report(
-            "results/plots/comparison.png",
-            caption="../report/comparison.rst",
+        html=report(
+            "results/summary.html",
+            caption="../report/summary.rst",
             category="Summary",
-            labels={"figure": "model comparison"},
+            labels={"table": "summary"},
         ),
-        svg="results/plots/comparison.svg",
     log:
-        "logs/plot_comparison.log",
+        "logs/summary_html.log",
     conda:
         "../../envs/evaluate.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=10,
+        mem_mb=1000,
+        runtime=5,
+    params:
+        title="Test-set results of every cell line, model and baseline",
     script:
-        "../../scripts/plot_comparison.py"
+        "../../scripts/table_html.py"
 
 
-rule plot_scaling_reference:
+use rule summary_html as paired_comparison_html with:
     input:
-        # Shipped with the workflow: found beside this file, not in the working directory.
-        table=workflow.source_path("../../docs/scaling_cpu.tsv"),
+        table="results/paired_comparison.tsv",
     output:
-        png=report(
-            "results/plots/scaling_reference.png",
-            caption="../report/scaling_reference.rst",
-            category="Scaling",
-            labels={"figure": "reference measurement"},
-        ),
-        svg="results/plots/scaling_reference.svg",
-    log:
-        "logs/plot_scaling_reference.log",
-    conda:
-        "../../envs/evaluate.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
-    script:
-        "../../scripts/plot_scaling.py"
-
-
-rule summary:
-    input:
-        metrics=expand("results/{cell}/{model}/metrics.json", cell=CELL_LINES, model=EVALUATED),
-        predictions=expand("results/{cell}/{model}/predictions.tsv", cell=CELL_LINES, model=EVALUATED),
-        descriptions=[f"{model_dir(cell, model)}/model.json" for cell in CELL_LINES for model in MODELS],
-        truths=[get_truth(cell) for cell in CELL_LINES if get_truth(cell)],
-    output:
-        tsv=report("results/summary.tsv", caption="../report/summary.rst", category="Summary"),
-        markdown="results/summary.md",
-        paired=report(
-            "results/paired_comparison.tsv",
+        html=report(
+            "results/paired_comparison.html",
             caption="../report/paired_comparison.rst",
             category="Summary",
             labels={"table": "model minus baseline (paired)"},
         ),
     log:
-        "logs/summary.log",
-    conda:
-        "../../envs/evaluate.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=10,
+        "logs/paired_comparison_html.log",
     params:
-        results=[
-            {
-                "cell_line": cell,
-                "model": model,
-                "truth": get_truth(cell),
-                "description": f"{model_dir(cell, model)}/model.json" if model in MODELS else "",
-            }
-            for cell in CELL_LINES
-            for model in EVALUATED
-        ],
-        bootstrap=config["evaluate"]["bootstrap"],
-        seed=config["evaluate"]["seed"],
-    script:
-        "../../scripts/summary.py"
+        title="Each model minus each baseline on the same test pairs (paired bootstrap 95% intervals)",
+
+
+use rule summary_html as transfer_html with:
+    input:
+        table="results/transfer/{model}.tsv",
+    output:
+        html=report(
+            "results/transfer/{model}.html",
+            caption="../report/transfer_table.rst",
+            category="Transfer across cell lines",
+            labels={"model": "{model}", "table": "train x test"},
+        ),
+    log:
+        "logs/transfer/{model}_html.log",
+    params:
+        title=lambda wildcards: f"Model {wildcards.model} trained on each cell line, tested on each",
+
+
+use rule summary_html as split_audit_html with:
+    input:
+        table="results/{cell}/split_audit.tsv",
+    output:
+        html=report(
+            "results/{cell}/split_audit.html",
+            caption="../report/split_audit.rst",
+            category="Data",
+            labels={"cell line": "{cell}", "table": "split audit"},
+        ),
+    log:
+        "logs/{cell}/split_audit_html.log",
+    params:
+        title=lambda wildcards: f"Windows shared across splits, cell line {wildcards.cell}",

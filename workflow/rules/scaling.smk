@@ -5,6 +5,7 @@ rule scaling:
             "results/plots/scaling.png",
             caption="../report/scaling.rst",
             category="Scaling",
+            labels={"figure": "measured on this machine"},
         ),
     log:
         "logs/scaling.log",

@@ -4,12 +4,7 @@ rule transfer:
         descriptions=expand("results/{cell}/{{model}}/model.json", cell=CELL_LINES),
         shards=expand("results/{cell}/shards", cell=CELL_LINES),
     output:
-        table=report(
-            "results/transfer/{model}.tsv",
-            caption="../report/transfer_table.rst",
-            category="Transfer across cell lines",
-            labels={"model": "{model}", "table": "train x test"},
-        ),
+        table="results/transfer/{model}.tsv",
     log:
         "logs/transfer/{model}.log",
     benchmark:

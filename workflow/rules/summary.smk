@@ -1,0 +1,37 @@
+# One table of every (cell line, model or baseline) result, and the paired model-minus-baseline
+# differences (src/epiformer/summary.py).
+
+
+rule summary:
+    input:
+        metrics=expand("results/{cell}/{model}/metrics.json", cell=CELL_LINES, model=EVALUATED),
+        predictions=expand("results/{cell}/{model}/predictions.tsv", cell=CELL_LINES, model=EVALUATED),
+        descriptions=[f"{model_dir(cell, model)}/model.json" for cell in CELL_LINES for model in MODELS],
+        truths=[get_truth(cell) for cell in CELL_LINES if get_truth(cell)],
+    output:
+        tsv="results/summary.tsv",
+        markdown="results/summary.md",
+        paired="results/paired_comparison.tsv",
+    log:
+        "logs/summary.log",
+    conda:
+        "../../envs/evaluate.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        results=[
+            {
+                "cell_line": cell,
+                "model": model,
+                "truth": get_truth(cell),
+                "description": f"{model_dir(cell, model)}/model.json" if model in MODELS else "",
+            }
+            for cell in CELL_LINES
+            for model in EVALUATED
+        ],
+        bootstrap=config["evaluate"]["bootstrap"],
+        seed=config["evaluate"]["seed"],
+    script:
+        "../../scripts/summary.py"
