@@ -345,7 +345,22 @@ def env_path(request) -> Path:
 
 
 def test_there_are_env_files():
-    assert {p.stem for p in ENV_FILES} >= {"genome", "encode", "train", "evaluate"}
+    assert {p.stem for p in ENV_FILES} >= {"genome", "encode", "pytorch", "analysis"}
+
+
+def test_each_env_is_a_distinct_package_set():
+    """Two env files with the same packages would build the same (multi-GB) env twice."""
+    package_sets = {path.name: frozenset(env_packages(load_env(path))[0]) for path in ENV_FILES}
+    names_by_set: dict[frozenset, list[str]] = {}
+    for name, packages in package_sets.items():
+        names_by_set.setdefault(packages, []).append(name)
+    assert all(len(names) == 1 for names in names_by_set.values()), names_by_set
+
+
+def test_only_the_pytorch_env_has_pytorch():
+    """Figures, summary and baselines run without PyTorch (their imports are checked above)."""
+    with_torch = {path.stem for path in ENV_FILES if "pytorch" in declared_names(path)}
+    assert with_torch == {"pytorch"}
 
 
 def test_env_file_parses_with_expected_structure(env_path):

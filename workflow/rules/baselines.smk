@@ -10,7 +10,7 @@ rule baseline:
     benchmark:
         "logs/{cell}/{baseline}/baseline.usage.tsv"
     conda:
-        "../../envs/evaluate.yaml"
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=4000,

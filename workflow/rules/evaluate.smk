@@ -11,7 +11,7 @@ rule evaluate:
     benchmark:
         "logs/{cell}/{model}/evaluate.usage.tsv"
     conda:
-        "../../envs/train.yaml"
+        "../../envs/pytorch.yaml"
     threads: 1
     resources:
         mem_mb=4000,

@@ -22,7 +22,7 @@ rule plot_test_set:
     wildcard_constraints:
         figure=regex_of(TEST_SET_FIGURE_LABELS),
     conda:
-        "../../envs/evaluate.yaml"
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=2000,
@@ -48,7 +48,7 @@ rule plot_training:
     log:
         "logs/{cell}/{model}/plot_training.log",
     conda:
-        "../../envs/evaluate.yaml"
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=2000,
@@ -91,7 +91,7 @@ rule plot_transfer:
     log:
         "logs/transfer/plot_{model}.log",
     conda:
-        "../../envs/evaluate.yaml"
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=2000,
@@ -114,7 +114,7 @@ rule plot_comparison:
     log:
         "logs/plot_comparison.log",
     conda:
-        "../../envs/evaluate.yaml"
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=2000,
@@ -138,7 +138,7 @@ rule plot_scaling_reference:
     log:
         "logs/plot_scaling_reference.log",
     conda:
-        "../../envs/evaluate.yaml"
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=2000,

@@ -24,7 +24,7 @@ rule summary_html:
     log:
         "logs/summary_html.log",
     conda:
-        "../../envs/evaluate.yaml"
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=1000,

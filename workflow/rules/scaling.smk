@@ -10,7 +10,7 @@ rule scaling:
     log:
         "logs/scaling.log",
     conda:
-        "../../envs/train.yaml"
+        "../../envs/pytorch.yaml"
     threads: 1
     resources:
         mem_mb=8000,

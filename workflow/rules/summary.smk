@@ -15,7 +15,7 @@ rule summary:
     log:
         "logs/summary.log",
     conda:
-        "../../envs/evaluate.yaml"
+        "../../envs/analysis.yaml"
     threads: 1
     resources:
         mem_mb=2000,

@@ -12,7 +12,7 @@ rule train:
     wildcard_constraints:
         model=regex_of(CELL_MODELS),
     conda:
-        "../../envs/train.yaml"
+        "../../envs/pytorch.yaml"
     # One set of threads per data-parallel process, and one GPU each unless device is cpu
     # (a cluster without GPUs: set train.device: cpu).
     threads: config["train"]["threads"] * config["train"]["devices"]

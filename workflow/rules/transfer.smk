@@ -12,7 +12,7 @@ rule transfer:
     wildcard_constraints:
         model=regex_of(CELL_MODELS),  # a pooled model was trained on every cell line: nothing to transfer
     conda:
-        "../../envs/train.yaml"
+        "../../envs/pytorch.yaml"
     threads: 1
     resources:
         mem_mb=4000,
