@@ -1,5 +1,6 @@
 import dataclasses
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from epiformer.genome import Genome
 from epiformer.inference import load_trained_model, select_device
 from epiformer.model import ModelConfig
 from epiformer.pairs import read_pairs
+from epiformer.runlog import setup_logging
 from epiformer.shards import load_split
 from epiformer.splits import SplitSpec, assign_splits
 from epiformer.train import TrainConfig, positive_weights, train_model, validation_metrics
@@ -275,9 +277,16 @@ def test_two_process_gloo_training_matches_one_process(shards_of_whole_train_bat
     model = ModelConfig(**{**TINY_MODEL.to_dict(), "dropout": 0.0})  # dropout masks differ per process
     config = train_config(epochs=3, batch_size=batch, reverse_complement=False, max_shift=0)
     train_model(shard_dir, model, config, tmp_path / "one", tmp_path / "ckpt-one")
-    description = train_model(
-        shard_dir, model, TrainConfig(**{**vars(config), "devices": 2}), tmp_path / "two", tmp_path / "ckpt-two"
-    )
+    setup_logging(tmp_path / "train.log")  # as the train rule's script does
+    try:
+        description = train_model(
+            shard_dir, model, TrainConfig(**{**vars(config), "devices": 2}), tmp_path / "two", tmp_path / "ckpt-two"
+        )
+    finally:
+        setup_logging()
+    logged = (tmp_path / "train.log").read_text()
+    assert re.findall(r"INFO epoch (\d+): train_loss", logged) == ["1", "2", "3"]  # rank 0's epoch lines, once each
+    assert re.search(r"INFO epoch 3/3: .* done in", logged)  # and its progress lines
     one = pd.read_csv(tmp_path / "one" / "train_log.tsv", sep="\t")
     two = pd.read_csv(tmp_path / "two" / "train_log.tsv", sep="\t")
     assert description["device"] == "cpu x 2"

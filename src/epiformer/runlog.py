@@ -93,10 +93,18 @@ def format_duration(seconds: float) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
-def setup_logging(log_path: str | Path | None = None, level: int = logging.INFO) -> logging.Logger:
+def setup_logging(
+    log_path: str | Path | None = None, level: int = logging.INFO, append: bool = False
+) -> logging.Logger:
+    """Lines to stderr and to `log_path` (overwritten, or appended to: a job's other processes)."""
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if log_path:
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-        handlers.append(logging.FileHandler(log_path, mode="w"))
+        handlers.append(logging.FileHandler(log_path, mode="a" if append else "w"))
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(message)s", handlers=handlers, force=True)
     return logging.getLogger("epiformer")
+
+
+def log_files() -> list[str]:
+    """The files this process logs to, for processes it starts to log to as well."""
+    return [h.baseFilename for h in logging.getLogger().handlers if isinstance(h, logging.FileHandler)]

@@ -44,7 +44,7 @@ from epiformer.fileio import atomic_write, atomic_write_text
 from epiformer.inference import mixed_precision, predict_split, select_device
 from epiformer.model import EPITransformer, count_parameters, score_batch
 from epiformer.provenance import package_versions
-from epiformer.runlog import progress
+from epiformer.runlog import log_files, progress, setup_logging
 from epiformer.shards import load_split, shard_manifest
 
 log = logging.getLogger(__name__)
@@ -161,7 +161,16 @@ def train_model(
         _distributed_worker,
         nprocs=train_config.devices,
         join=False,
-        args=(train_config.devices, port, shard_dir, model_config, train_config, Path(outdir), Path(checkpoint_dir)),
+        args=(
+            train_config.devices,
+            port,
+            log_files(),
+            shard_dir,
+            model_config,
+            train_config,
+            Path(outdir),
+            Path(checkpoint_dir),
+        ),
     )
     with _forward_stop_signals(context.processes):
         try:
@@ -197,7 +206,10 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _distributed_worker(rank: int, world: int, port: int, *args) -> None:
+def _distributed_worker(rank: int, world: int, port: int, log_paths: list[str], *args) -> None:
+    # A spawned process starts with no logging set up: rank 0 writes its epoch and progress
+    # lines to the job's log, the others only their warnings.
+    setup_logging(log_paths[0] if log_paths else None, logging.INFO if rank == 0 else logging.WARNING, append=True)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     backend = "nccl" if select_device(args[2].device).type == "cuda" else "gloo"
     torch.distributed.init_process_group(backend, rank=rank, world_size=world)
