@@ -32,4 +32,3 @@ rule all:
     default_target: True
     input:
         all_outputs(),
-        REPORT_TABLES,

@@ -120,9 +120,10 @@ def get_truth(cell):
 
 
 def all_outputs():
+    """What `rule all` asks for (called after every rule file is included: it uses their lists)."""
     return [
         expand("results/{cell}/{model}/metrics.json", cell=CELL_LINES, model=EVALUATED),
-        expand("results/plots/{cell}/{figure}.png", cell=CELL_LINES, figure=["roc_pr", "calibration"]),
+        expand("results/plots/{cell}/{figure}.png", cell=CELL_LINES, figure=list(TEST_SET_FIGURE_LABELS)),
         expand("results/plots/{cell}/{model}.training.png", cell=CELL_LINES, model=CELL_MODELS),
         expand("results/plots/pooled/{model}.training.png", model=POOLED_MODELS),
         expand("results/transfer/{model}.tsv", model=CELL_MODELS),
@@ -131,6 +132,7 @@ def all_outputs():
         "results/plots/scaling_reference.png",
         "results/summary.tsv",
         "results/summary.md",
+        REPORT_TABLES,
     ]
 
 
