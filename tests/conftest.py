@@ -1,19 +1,15 @@
-"""Shared fixtures: tiny real files made on the fly (FASTA, pair tables, shards)."""
+"""Shared fixtures: tiny real files made on the fly (FASTA, demo data, shards, a finished workflow run).
+
+Fixtures are injected by name; the plain helpers they use are in tests/helpers.py.
+"""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
-import yaml
 
 from epiformer.demo import DemoSpec, generate_demo
-
-TINY_DEMO = DemoSpec(n_chromosomes=3, chromosome_length=200_000, positives_per_cell=60)
+from tests.helpers import TINY_DEMO, copy_workflow, require_bedtools, run_workflow, tiny_config
 
 
 @pytest.fixture(scope="session")
@@ -44,51 +40,15 @@ def small_fasta(tmp_path):
     return path, sequences
 
 
-def require_bedtools():
-    if shutil.which("bedtools") is None:
-        pytest.fail("bedtools is not installed: run `sudo apt-get install -y bedtools` (make test does it as root)")
-
-
-# A real Snakemake run of a tiny config, shared by every test that needs finished outputs.
-REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
-TINY_MODEL = {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32, "patch_size": 4, "kernel_size": 8, "dropout": 0.0}
-
-
-def tiny_config() -> dict:
-    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    config["demo"].update(n_chromosomes=3, chromosome_length=200_000, positives_per_cell=60)
-    config["windows"].update(enhancer_width=64, promoter_width=48)
-    config["split"].update(val_chromosomes=["chr2"], test_chromosomes=["chr3"])
-    config["models"] = {name: {"attention": name, **TINY_MODEL} for name in ("linear", "softmax")}
-    config["train"].update(epochs=1, batch_size=16)
-    config["evaluate"]["bootstrap"] = 20
-    return config
-
-
 @pytest.fixture(scope="session")
 def workdir(tmp_path_factory):
+    """A copy of the workflow configured by tiny_config(), not yet run."""
     require_bedtools()
-    work = tmp_path_factory.mktemp("workflow")
-    for name in ("Snakefile", "workflow", "scripts", "envs"):
-        source = REPO / name
-        (shutil.copytree if source.is_dir() else shutil.copy)(source, work / name)
-    (work / "docs").mkdir()
-    shutil.copy(REPO / "docs" / "scaling_cpu.tsv", work / "docs")  # the report's reference scaling figure
-    (work / "config").mkdir()
-    (work / "config" / "config.yaml").write_text(yaml.safe_dump(tiny_config()))
-    shutil.copy(REPO / "config" / "samples.tsv", work / "config" / "samples.tsv")
-    return work
-
-
-def snakemake(workdir: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*SNAKEMAKE, "--cores", "2", *args], cwd=workdir, capture_output=True, text=True, timeout=timeout
-    )
+    return copy_workflow(tmp_path_factory.mktemp("workflow"), tiny_config())
 
 
 @pytest.fixture(scope="session")
 def finished(workdir):
-    run = snakemake(workdir)
-    assert run.returncode == 0, run.stderr[-5000:]
+    """`workdir` after a real Snakemake run of every target, shared by every test that needs finished outputs."""
+    run_workflow(workdir)
     return workdir

@@ -6,7 +6,7 @@ from epiformer.batches import PairBatches, batch_loader
 from epiformer.encode import encode_shards, one_hot
 from epiformer.genome import Genome
 from epiformer.shards import ShardError, crop, load_split, reverse_complement
-from tests.test_encode import windows_frame
+from tests.helpers import windows_frame
 
 
 def test_crop_takes_each_row_at_its_own_shift():

@@ -13,7 +13,7 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 
 from epiformer.metrics import bootstrap_interval, compute_metrics, paired_bootstrap_difference
 from epiformer.summary import ModelResult, paired_predictions, write_summary
-from tests.conftest import snakemake
+from tests.helpers import report_results, snakemake
 
 METRICS = {"auroc": roc_auc_score, "auprc": average_precision_score}
 EXISTING_COLUMNS = [
@@ -264,8 +264,6 @@ def test_summary_rule_writes_the_paired_comparison(finished):
 
 
 def test_report_shows_the_paired_table_with_its_caption(finished, tmp_path):
-    from tests.test_workflow import report_results
-
     run = snakemake(finished, "--report", str(tmp_path / "report.html"))
     assert run.returncode == 0, run.stderr[-3000:]
     entries = report_results((tmp_path / "report.html").read_text(errors="replace"))

@@ -5,7 +5,7 @@ import pytest
 from epiformer.pairs import PairsError
 from epiformer.splits import SplitSpec, assign_splits, split_audit
 from epiformer.windows import WindowSpec, make_windows, place_windows
-from tests.conftest import require_bedtools
+from tests.helpers import require_bedtools
 
 
 def test_window_rule_centres_on_the_floor_midpoint():

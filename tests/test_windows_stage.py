@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 
 import numpy as np
 import pandas as pd
@@ -15,7 +14,7 @@ from epiformer.pairs import PairsError
 from epiformer.shards import load_split, unpack
 from epiformer.splits import SplitError, SplitSpec
 from epiformer.windows import WindowSpec, build_windows
-from tests.conftest import require_bedtools
+from tests.helpers import bedtools_getfasta, require_bedtools
 
 CHROM_LENGTH = 1_000
 
@@ -77,18 +76,6 @@ def run_stage(tmp_path, pairs, genome, spec=DEFAULT_SPEC, split=SPLIT):
         pairs, genome, spec, split, out / "windows.tsv", out / "split_audit.tsv", out / "windows_report.json"
     )
     return out, report
-
-
-def bedtools_getfasta(fasta, intervals, tmp_path) -> list[str]:
-    bed = tmp_path / "query.bed"
-    bed.write_text("".join(f"{c}\t{s}\t{e}\n" for c, s, e in intervals))
-    out = subprocess.run(
-        ["bedtools", "getfasta", "-fi", str(fasta), "-bed", str(bed), "-tab"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return ["".join(b if b in "ACGT" else "N" for b in line.split("\t")[1].upper()) for line in out.splitlines()]
 
 
 @pytest.mark.parametrize("fmt", ["targetfinder", "bedpe"])

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.conftest import snakemake, tiny_config
+from tests.helpers import report_results, snakemake, tiny_config
 
 
 def test_every_output_exists_for_both_cell_lines_and_models(finished):
@@ -98,12 +98,6 @@ def test_windows_follow_the_design_rule(finished):
     centre = (pairs["enhancer_start"].to_numpy() + pairs["enhancer_end"].to_numpy()) // 2
     assert ((windows["enhancer_start"] == centre - 32) & (windows["enhancer_end"] == centre + 32)).all()
     assert set(windows.loc[windows.split == "test", "enhancer_chrom"]) == {"chr3"}
-
-
-def report_results(html: str) -> dict:
-    """The report's embedded table of results: path -> {caption, data_uri, labels, ...}."""
-    start = html.index("var results = ", html.index('<script id="results">')) + len("var results = ")
-    return json.JSONDecoder().raw_decode(html, start)[0]
 
 
 def test_rerun_has_nothing_to_do_and_report_shows_every_figure_with_a_caption(finished):
