@@ -1,6 +1,8 @@
 """Shared fixtures: tiny real files made on the fly (FASTA, demo data, shards, a finished workflow run).
 
-Fixtures are injected by name; the plain helpers they use are in tests/helpers.py.
+Fixtures are injected by name; the plain helpers they use are in tests/helpers.py. Tests
+marked `gpu` (and the cuda case of the `device` fixture) are skipped here, in one place,
+when no CUDA GPU is visible.
 """
 
 from __future__ import annotations
@@ -10,6 +12,25 @@ import pytest
 
 from epiformer.demo import DemoSpec, generate_demo
 from tests.helpers import TINY_DEMO, copy_workflow, require_bedtools, run_workflow, tiny_config
+
+NO_GPU = "needs a CUDA GPU and torch.cuda.is_available() is False here"
+
+
+def pytest_collection_modifyitems(config, items):
+    gpu_tests = [item for item in items if item.get_closest_marker("gpu")]
+    if not gpu_tests:
+        return
+    import torch  # only when a collected test needs it: most modules import no PyTorch
+
+    if not torch.cuda.is_available():
+        for item in gpu_tests:
+            item.add_marker(pytest.mark.skip(reason=NO_GPU))
+
+
+@pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def device(request) -> str:
+    """Each device there is: the CPU always, CUDA where a GPU is visible (else that case is skipped)."""
+    return request.param
 
 
 @pytest.fixture(scope="session")
