@@ -7,10 +7,12 @@ reads on its own and a helper has one definition.
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -148,3 +150,38 @@ def windows_and_shards(demo: dict, cell: str, split: SplitSpec, out: Path, width
         split_report={"split_mode": split.mode, "leak_prone": split.leak_prone},
     )
     return out
+
+
+def tensor_shapes_during(run: Callable[[], object]) -> list[tuple[str, tuple[int, ...]]]:
+    """(operator, shape) of every tensor that a PyTorch operator takes or returns while `run()` runs.
+
+    Recorded below autograd (a `TorchDispatchMode`), so the backward pass's operators and
+    the tensors autograd saves for it are seen too, whatever Python code called them.
+    """
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    class RecordShapes(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.shapes = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for value in tree_flatten((args, kwargs, out))[0]:
+                if isinstance(value, torch.Tensor):
+                    self.shapes.append((str(func), tuple(value.shape)))
+            return out
+
+    with RecordShapes() as recorder:
+        run()
+    return recorder.shapes
+
+
+def quadratic_tensors(shapes, length: int) -> list[tuple[str, tuple[int, ...]]]:
+    """The entries of `shapes` that could hold a length x length matrix: two dimensions >= length,
+    or at least length ** 2 elements."""
+    return [
+        (op, shape) for op, shape in shapes if sum(d >= length for d in shape) >= 2 or math.prod(shape) >= length**2
+    ]

@@ -1,8 +1,17 @@
+import math
+
 import pytest
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from epiformer.ops import linear_attention, naive_linear_attention, naive_softmax_attention, softmax_attention
+from epiformer.ops import (
+    linear_attention,
+    naive_linear_attention,
+    naive_softmax_attention,
+    softmax_attention,
+)
 from epiformer.scaling import measure_in_fresh_process
+from tests.helpers import quadratic_tensors, tensor_shapes_during
 
 SHAPES = [(1, 1, 1, 4), (2, 3, 1, 1), (1, 1, 7, 1), (2, 4, 17, 8), (3, 1, 33, 5), (1, 8, 64, 16)]
 PAIRS = [(linear_attention, naive_linear_attention), (softmax_attention, naive_softmax_attention)]
@@ -72,11 +81,41 @@ def test_padded_keys_contribute_nothing(attention):
     torch.testing.assert_close(attention(q[:, :, :6], k[:, :, :6], v[:, :, :6])[:, :, :6], out[:, :, :6])
 
 
-def test_linear_attention_never_forms_a_t_by_t_matrix():
-    # T = 100,000: a T x T float32 matrix would need 40 GB; the linear path needs a few MB.
-    q, k, v = (torch.randn(1, 1, 100_000, 8) for _ in range(3))
-    out = linear_attention(q, k, v)
-    assert out.shape == (1, 1, 100_000, 8) and torch.isfinite(out).all()
+LONG = 4096  # tokens: 256 times the head size, so any T x T tensor dwarfs every tensor linear attention needs
+
+
+def tensors_of_forward_and_backward(attention, mask_kind):
+    """Every tensor an operator takes or returns while `attention` runs forward and backward at T = LONG, D = 16."""
+    q, k, v = random_qkv((1, 2, LONG, 16), torch.float32)
+    mask = make_mask(mask_kind, 1, LONG)
+    return tensor_shapes_during(lambda: attention(q, k, v, key_padding_mask=mask).sum().backward())
+
+
+@pytest.mark.parametrize("mask_kind", ["none", "random"])
+def test_linear_attention_never_forms_a_t_by_t_matrix(mask_kind):
+    shapes = tensors_of_forward_and_backward(linear_attention, mask_kind)
+    assert any("backward" in op for op, _ in shapes)  # the backward pass was recorded too
+    assert quadratic_tensors(shapes, LONG) == []
+    assert max(math.prod(shape) for _, shape in shapes) <= 2 * LONG * (16 + 1)  # (B, H, T, D + 1): linear in T
+
+
+def explicit_softmax_attention(q, k, v, key_padding_mask=None):
+    """softmax_attention through SDPA's math backend, which forms the T x T weights as tensors."""
+    with sdpa_kernel(SDPBackend.MATH):
+        return softmax_attention(q, k, v, key_padding_mask=key_padding_mask)
+
+
+@pytest.mark.parametrize("attention", [naive_linear_attention, naive_softmax_attention, explicit_softmax_attention])
+@pytest.mark.parametrize("mask_kind", ["none", "random"])
+def test_the_t_by_t_check_finds_the_matrix_where_attention_forms_one(attention, mask_kind):
+    """The check above can fail: it finds the [B, H, T, T] weights of explicit attention.
+
+    (PyTorch's fused CPU kernel for softmax attention, which the model's softmax twin uses,
+    works through T x T in tiles inside one operator and never holds the whole matrix either;
+    its time, not its memory, is what grows as T^2.)
+    """
+    shapes = tensors_of_forward_and_backward(attention, mask_kind)
+    assert any(LONG in shape[-2:] and shape[-1] == shape[-2] for _, shape in quadratic_tensors(shapes, LONG))
 
 
 def test_linear_attention_peak_memory_grows_linearly_in_t():
