@@ -2,9 +2,11 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from epiformer.ops import (
+    elu_feature_map,
     linear_attention,
     naive_linear_attention,
     naive_softmax_attention,
@@ -128,7 +130,15 @@ def test_linear_attention_peak_memory_grows_linearly_in_t():
 def test_linear_attention_keeps_float32_normaliser_under_bf16_autocast(device):
     q, k, v = (t.detach().float() for t in random_qkv((1, 2, 300, 8), device=device))
     reference = linear_attention(q, k, v)
+    q16, k16, v16 = q.bfloat16(), k.bfloat16(), v.bfloat16()
     with torch.autocast(device, dtype=torch.bfloat16):
-        out = linear_attention(q.bfloat16(), k.bfloat16(), v.bfloat16())
+        out = linear_attention(q16, k16, v16)
     assert out.dtype == torch.bfloat16
     torch.testing.assert_close(out.float(), reference, atol=0.05, rtol=0.05)
+    # Exactly float32 arithmetic on the bf16 inputs, rounded to bf16 once at the end ...
+    in_float32 = linear_attention(q16.float(), k16.float(), v16.float()).bfloat16()
+    torch.testing.assert_close(out, in_float32, atol=0, rtol=0)
+    # ... which bf16 arithmetic (what autocast would otherwise do to the two products) is not.
+    phi_q, phi_k = elu_feature_map(q16), elu_feature_map(k16)
+    products = phi_q @ (phi_k.transpose(-1, -2) @ F.pad(v16, (0, 1), value=1.0))  # (B, H, T, D + 1), bf16
+    assert not torch.equal(products[..., :-1] / (products[..., -1:] + 1e-6), in_float32)
