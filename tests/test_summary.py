@@ -1,4 +1,5 @@
-"""The summary's paired comparison of each Transformer with each baseline on the same test pairs."""
+"""epiformer.summary: one row per (cell line, model or baseline), and the paired comparison of each
+Transformer with each baseline on the same test pairs (summary.tsv, summary.md, paired_comparison.tsv)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,11 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from epiformer.metrics import bootstrap_interval, compute_metrics, paired_bootstrap_difference
+from epiformer.metrics import compute_metrics
 from epiformer.summary import ModelResult, paired_predictions, write_summary
-from tests.helpers import report_results, snakemake
+from tests.helpers import shared_difficulty
 
 METRICS = {"auroc": roc_auc_score, "auprc": average_precision_score}
 EXISTING_COLUMNS = [
@@ -39,79 +39,6 @@ EXISTING_COLUMNS = [
     "device",
     "oracle_auroc",
 ]
-
-
-def shared_difficulty(n: int = 400, seed: int = 0):
-    """Labels, a baseline's scores and a model's: the model adds a little signal to what the baseline sees."""
-    rng = np.random.default_rng(seed)
-    labels = (rng.random(n) < 0.3).astype(int)
-    baseline = rng.normal(0, 1, n) + labels
-    model = baseline + 0.4 * labels + rng.normal(0, 0.1, n)
-    return labels, model, baseline
-
-
-def independent_paired_interval(labels, scores_a, scores_b, metric, resamples, seed):
-    """The paired percentile interval recomputed here: one row draw per resample, both scored on it."""
-    rng = np.random.default_rng(seed)
-    draws = [rng.integers(0, len(labels), len(labels)) for _ in range(resamples)]
-    kept = [rows for rows in draws if 0 < labels[rows].sum() < len(rows)]
-    differences = [metric(labels[rows], scores_a[rows]) - metric(labels[rows], scores_b[rows]) for rows in kept]
-    return np.percentile(differences, [2.5, 97.5]), len(kept)
-
-
-@pytest.mark.parametrize("name", METRICS)
-def test_point_difference_is_scikit_learns_and_interval_comes_from_paired_resamples(name):
-    labels, model, baseline = shared_difficulty()
-    metric = METRICS[name]
-    result = paired_bootstrap_difference(labels, model, baseline, metric, resamples=300, seed=3)
-    assert result["difference"] == pytest.approx(metric(labels, model) - metric(labels, baseline), abs=1e-12)
-    (low, high), kept = independent_paired_interval(labels, model, baseline, metric, 300, 3)
-    assert (result["lo"], result["hi"]) == pytest.approx((low, high), abs=1e-12) and result["resamples_used"] == kept
-
-
-@pytest.mark.parametrize("name", METRICS)
-def test_resamples_without_both_classes_are_skipped(name):
-    labels = np.array([1, 0, 0, 0, 1, 0, 0, 0, 0, 0])  # about one resample in nine draws no positive
-    model, baseline = np.random.default_rng(0).random((2, 10))
-    result = paired_bootstrap_difference(labels, model, baseline, METRICS[name], resamples=400, seed=2)
-    (low, high), kept = independent_paired_interval(labels, model, baseline, METRICS[name], 400, 2)
-    assert result["resamples_used"] == kept < 380
-    assert (result["lo"], result["hi"]) == pytest.approx((low, high), abs=1e-12)
-
-
-@pytest.mark.parametrize("name", METRICS)
-def test_identical_scores_give_exactly_zero(name):
-    labels, model, _ = shared_difficulty()
-    result = paired_bootstrap_difference(labels, model, model.copy(), METRICS[name], resamples=200, seed=0)
-    assert (result["difference"], result["lo"], result["hi"]) == (0.0, 0.0, 0.0)
-
-
-@pytest.mark.parametrize("name", METRICS)
-def test_pairing_finds_a_difference_that_overlapping_separate_intervals_hide(name):
-    labels, model, baseline = shared_difficulty()
-    metric = METRICS[name]
-    model_lo, model_hi = bootstrap_interval(labels, model, metric, 500, seed=1)
-    baseline_lo, baseline_hi = bootstrap_interval(labels, baseline, metric, 500, seed=1)
-    assert model_lo < baseline_hi and baseline_lo < model_hi  # the separate intervals overlap
-    paired = paired_bootstrap_difference(labels, model, baseline, metric, resamples=500, seed=1)
-    assert paired["lo"] > 0  # yet the model is better on the same pairs
-    # Unpaired resampling (independent draws for each) blurs the difference: its interval is wider.
-    rng = np.random.default_rng(1)
-    unpaired = []
-    for _ in range(500):
-        rows_a, rows_b = rng.integers(0, len(labels), (2, len(labels)))
-        unpaired.append(metric(labels[rows_a], model[rows_a]) - metric(labels[rows_b], baseline[rows_b]))
-    unpaired_lo, unpaired_hi = np.percentile(unpaired, [2.5, 97.5])
-    assert paired["hi"] - paired["lo"] < 0.5 * (unpaired_hi - unpaired_lo)
-
-
-def test_seed_changes_the_interval_and_the_same_seed_reproduces_it():
-    labels, model, baseline = shared_difficulty()
-    first = paired_bootstrap_difference(labels, model, baseline, roc_auc_score, resamples=100, seed=5)
-    assert paired_bootstrap_difference(labels, model, baseline, roc_auc_score, resamples=100, seed=5) == first
-    other = paired_bootstrap_difference(labels, model, baseline, roc_auc_score, resamples=100, seed=6)
-    assert (other["lo"], other["hi"]) != (first["lo"], first["hi"])
-    assert other["difference"] == first["difference"]  # the point difference does not depend on the seed
 
 
 def write_predictions(path, pair_ids, labels, scores):
@@ -225,49 +152,3 @@ def test_mismatched_test_pairs_stop_the_summary(tmp_path):
         write_summary(results, tmp_path / "s.tsv", tmp_path / "s.md", tmp_path / "p.tsv")
     assert str(results[0].predictions) in str(error.value) and str(results[1].predictions) in str(error.value)
     assert not (tmp_path / "s.tsv").exists()
-
-
-MODELS, BASELINES = ("linear", "softmax"), ("distance", "kmer", "propensity")
-
-
-def test_summary_rule_writes_the_paired_comparison(finished):
-    results = finished / "results"
-    config = yaml.safe_load((finished / "config" / "config.yaml").read_text())["evaluate"]
-    summary = pd.read_csv(results / "summary.tsv", sep="\t")
-    paired = pd.read_csv(results / "paired_comparison.tsv", sep="\t").set_index(
-        ["cell_line", "model", "baseline", "metric"]
-    )
-    assert len(paired) == 2 * len(MODELS) * len(BASELINES) * len(METRICS)
-    assert (paired["resamples"] == config["bootstrap"]).all() and (paired["seed"] == config["seed"]).all()
-    columns = [f"{m}_diff_{b}{s}" for b in BASELINES for m in METRICS for s in ("", "_lo", "_hi")]
-    assert set(columns) <= set(summary.columns)
-    assert summary.loc[summary["kind"] == "baseline", columns].isna().all().all()
-    markdown = (results / "summary.md").read_text()
-    for row in summary[summary["kind"] == "transformer"].itertuples():
-        model = pd.read_csv(results / row.cell_line / row.model / "predictions.tsv", sep="\t").set_index("pair_id")
-        for baseline in BASELINES:
-            other = pd.read_csv(results / row.cell_line / baseline / "predictions.tsv", sep="\t").set_index("pair_id")
-            other = other.loc[model.index]
-            labels, scores_a, scores_b = model["label"].to_numpy(), model["score"].to_numpy(), other["score"].to_numpy()
-            for name, metric in METRICS.items():
-                entry = paired.loc[(row.cell_line, row.model, baseline, name)]
-                difference = metric(labels, scores_a) - metric(labels, scores_b)
-                (low, high), kept = independent_paired_interval(
-                    labels, scores_a, scores_b, metric, config["bootstrap"], config["seed"]
-                )
-                for value, want in ((entry["difference"], difference), (entry["lo"], low), (entry["hi"], high)):
-                    assert value == pytest.approx(want, abs=1e-4)
-                assert entry["resamples_used"] == kept
-                assert getattr(row, f"{name}_diff_{baseline}") == pytest.approx(difference, abs=1e-4)
-                assert getattr(row, f"{name}_diff_{baseline}_lo") == pytest.approx(low, abs=1e-4)
-            assert f"| {row.cell_line} | {row.model} vs {baseline} |" in markdown
-
-
-def test_report_shows_the_paired_table_with_its_caption(finished, tmp_path):
-    run = snakemake(finished, "--report", str(tmp_path / "report.html"))
-    assert run.returncode == 0, run.stderr[-3000:]
-    entries = report_results((tmp_path / "report.html").read_text(errors="replace"))
-    entry = entries["results/paired_comparison.tsv"]
-    caption = re.sub("<[^>]+>", "", entry["caption"])
-    assert "paired" in caption and "excludes_zero" in caption and len(caption.split()) > 25
-    assert entry["data_uri"].startswith("data:text/")
