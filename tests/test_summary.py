@@ -12,7 +12,17 @@ import pytest
 from sklearn.metrics import average_precision_score, roc_auc_score
 
 from epiformer.metrics import compute_metrics
-from epiformer.summary import ModelResult, paired_predictions, write_summary
+from epiformer.summary import (
+    PAIRED_COLUMNS,
+    ModelResult,
+    oracle_auroc,
+    paired_comparison,
+    paired_predictions,
+    summary_row,
+    to_markdown,
+    with_paired_columns,
+    write_summary,
+)
 from tests.helpers import shared_difficulty
 
 METRICS = {"auroc": roc_auc_score, "auprc": average_precision_score}
@@ -68,6 +78,169 @@ def make_result(folder, cell, name, pair_ids, labels, scores, attention=None) ->
             )
         )
     return ModelResult(cell, name, folder / cell / name / "metrics.json", description, predictions)
+
+
+def write_json(path, value):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(value))
+    return path
+
+
+METRICS_JSON = {
+    "auroc": 0.8125,
+    "auroc_ci95": [0.75, 0.875],
+    "auprc": 0.625,
+    "auprc_ci95": [0.5, 0.75],
+    "f1": 0.5,
+    "mcc": 0.25,
+    "balanced_accuracy": 0.6875,
+    "n_test": 120,
+    "positives": 30,
+    "split_mode": "chromosome",
+}
+DESCRIPTION = {
+    "model": {"attention": "softmax"},
+    "parameters": 1234,
+    "train_seconds": 12.5,
+    "tokens_per_s": 800.0,
+    "device": "cpu",
+}
+
+
+def test_a_model_row_takes_its_values_from_metrics_json_and_model_json(tmp_path):
+    result = ModelResult(
+        "cell_x",
+        "softmax",
+        write_json(tmp_path / "metrics.json", METRICS_JSON),
+        write_json(tmp_path / "model.json", DESCRIPTION),
+        tmp_path / "predictions.tsv",
+    )
+    row = summary_row(result)
+    assert list(row) == EXISTING_COLUMNS
+    assert row == {
+        "cell_line": "cell_x",
+        "model": "softmax",
+        "kind": "transformer",
+        "attention": "softmax",
+        "auroc": 0.8125,
+        "auroc_lo": 0.75,
+        "auroc_hi": 0.875,
+        "auprc": 0.625,
+        "auprc_lo": 0.5,
+        "auprc_hi": 0.75,
+        "f1": 0.5,
+        "mcc": 0.25,
+        "balanced_accuracy": 0.6875,
+        "n_test": 120,
+        "positives": 30,
+        "split_mode": "chromosome",
+        "parameters": 1234,
+        "train_seconds": 12.5,
+        "tokens_per_s": 800.0,
+        "device": "cpu",
+        "oracle_auroc": None,
+    }
+
+
+def test_a_baseline_row_counts_its_coefficients_and_a_random_split_is_flagged(tmp_path):
+    metrics = {**METRICS_JSON, "split_mode": "random", "baseline": {"name": "kmer", "features": 272}}
+    row = summary_row(
+        ModelResult("c", "kmer", write_json(tmp_path / "m.json", metrics), None, tmp_path / "predictions.tsv")
+    )
+    assert (row["kind"], row["attention"], row["parameters"]) == ("baseline", None, 273)  # features + intercept
+    assert row["train_seconds"] is row["tokens_per_s"] is row["device"] is None
+    assert row["split_mode"] == "random (leak-prone)"
+
+
+def test_oracle_auroc_is_scikit_learns_on_the_true_probabilities_of_the_evaluated_pairs(tmp_path):
+    rng = np.random.default_rng(4)
+    truth = pd.DataFrame({"pair_id": np.arange(300), "label": rng.integers(0, 2, 300)})
+    truth["p_interact"] = np.clip(0.3 * truth["label"] + rng.random(300), 0, 1)
+    truth.to_csv(tmp_path / "truth.tsv", sep="\t", index=False)
+    evaluated = truth.sample(120, random_state=1)  # the test pairs only, in another order
+    predictions = write_predictions(tmp_path / "p.tsv", evaluated["pair_id"], evaluated["label"], rng.random(120))
+    expected = roc_auc_score(evaluated["label"], evaluated["p_interact"])
+    assert oracle_auroc(predictions, tmp_path / "truth.tsv") == pytest.approx(expected, abs=1e-12)
+    assert expected != pytest.approx(roc_auc_score(truth["label"], truth["p_interact"]))  # not every pair's
+    result = ModelResult(
+        "c", "kmer", write_json(tmp_path / "m.json", METRICS_JSON), None, predictions, tmp_path / "truth.tsv"
+    )
+    assert summary_row(result)["oracle_auroc"] == pytest.approx(expected, abs=1e-12)
+
+
+def test_each_model_is_compared_with_each_baseline_of_its_own_cell_line(tmp_path):
+    labels, model, baseline = shared_difficulty(n=120)
+    ids = np.arange(120)
+    results = [
+        make_result(tmp_path, "x", "linear", ids, labels, model, attention="linear"),
+        make_result(tmp_path, "x", "softmax", ids, labels, model[::-1].copy(), attention="softmax"),
+        make_result(tmp_path, "x", "kmer", ids, labels, baseline),
+        make_result(tmp_path, "y", "linear", ids, labels, model, attention="linear"),  # no baseline in y
+    ]
+    paired = paired_comparison(results, resamples=20, seed=0)
+    assert list(paired.columns) == PAIRED_COLUMNS
+    assert list(zip(paired["cell_line"], paired["model"], paired["baseline"], paired["metric"])) == [
+        ("x", "linear", "kmer", "auroc"),
+        ("x", "linear", "kmer", "auprc"),
+        ("x", "softmax", "kmer", "auroc"),
+        ("x", "softmax", "kmer", "auprc"),
+    ]
+    for row in paired.itertuples():
+        scores = model if row.model == "linear" else model[::-1]
+        metric = METRICS[row.metric]
+        assert row.model_value == pytest.approx(metric(labels, scores), abs=1e-12)
+        assert row.baseline_value == pytest.approx(metric(labels, baseline), abs=1e-12)
+        assert row.difference == pytest.approx(row.model_value - row.baseline_value, abs=1e-12)
+        assert (row.n_test, row.positives, row.resamples, row.seed) == (120, labels.sum(), 20, 0)
+
+
+def test_paired_columns_fill_model_rows_and_leave_baselines_and_missing_comparisons_empty():
+    table = pd.DataFrame(
+        {"cell_line": ["x", "x", "x", "y"], "model": ["linear", "kmer", "distance", "linear"]}
+        | {"kind": ["transformer", "baseline", "baseline", "transformer"]}
+    )
+    paired = pd.DataFrame(
+        [("x", "linear", "kmer", metric, 0.1 * i, 0.1 * i - 0.05, 0.1 * i + 0.05) for i, metric in enumerate(METRICS)],
+        columns=["cell_line", "model", "baseline", "metric", "difference", "lo", "hi"],
+    )
+    wide = with_paired_columns(table, paired)
+    columns = [f"{m}_diff_{b}{s}" for b in ("kmer", "distance") for m in METRICS for s in ("", "_lo", "_hi")]
+    assert list(wide.columns) == list(table.columns) + columns
+    assert wide.loc[0, ["auroc_diff_kmer", "auroc_diff_kmer_lo", "auroc_diff_kmer_hi"]].tolist() == [0.0, -0.05, 0.05]
+    assert wide.loc[0, "auprc_diff_kmer"] == pytest.approx(0.1)
+    assert wide.loc[[1, 2], columns].isna().all().all()  # baseline rows
+    assert wide.loc[[0, 3], [c for c in columns if "distance" in c]].isna().all().all()  # never compared
+    assert wide.loc[3, columns].isna().all()  # y has no paired rows
+    assert "auroc_diff_kmer" not in table.columns  # the input table is left as it was
+
+
+def test_markdown_marks_baselines_leaves_missing_values_empty_and_says_which_side_is_better():
+    summary = pd.DataFrame(
+        [
+            {**dict.fromkeys(EXISTING_COLUMNS), "cell_line": "x", "model": "linear", "kind": "transformer"}
+            | {"auroc": 0.9, "auroc_lo": 0.85, "auroc_hi": 0.95, "auprc": 0.7, "auprc_lo": 0.6, "auprc_hi": 0.8}
+            | {"f1": 0.61, "mcc": 0.42, "oracle_auroc": 0.97, "parameters": 999, "train_seconds": 41.6},
+            {**dict.fromkeys(EXISTING_COLUMNS), "cell_line": "x", "model": "kmer", "kind": "baseline"}
+            | {"auroc": 0.7, "auroc_lo": 0.6, "auroc_hi": 0.8, "auprc": 0.5, "auprc_lo": 0.4, "auprc_hi": 0.6}
+            | {"parameters": 273},
+        ]
+    )
+    paired = pd.DataFrame(
+        [
+            ("x", "linear", "kmer", "auroc", 0.2, 0.1, 0.3, 100, 7),
+            ("x", "linear", "kmer", "auprc", -0.2, -0.3, -0.1, 100, 7),
+        ],
+        columns=["cell_line", "model", "baseline", "metric", "difference", "lo", "hi", "resamples", "seed"],
+    )
+    lines = to_markdown(summary, paired).splitlines()
+    assert lines[2] == "| x | linear | 0.900 (0.850-0.950) | 0.700 (0.600-0.800) | 0.610 | 0.420 | 0.970 | 999 | 42 |"
+    assert lines[3] == "| x | kmer (baseline) | 0.700 (0.600-0.800) | 0.500 (0.400-0.600) |  |  |  | 273 |  |"
+    assert "100 paired bootstrap resamples (seed 7)" in "\n".join(lines)
+    assert lines[-1] == (
+        "| x | linear vs kmer | +0.200 [+0.100, +0.300] | yes: model better | -0.200 [-0.300, -0.100] | "
+        "yes: baseline better |"
+    )
+    assert "Transformer minus baseline" not in to_markdown(summary)  # no paired section without comparisons
 
 
 def test_summary_files_carry_the_paired_comparison(tmp_path):
