@@ -11,7 +11,18 @@ import numpy as np
 import pytest
 
 from epiformer.demo import DemoSpec, generate_demo
-from tests.helpers import TINY_DEMO, copy_workflow, require_bedtools, run_workflow, tiny_config
+from epiformer.encode import encode_shards
+from epiformer.splits import SplitSpec
+from tests.helpers import (
+    TINY_DEMO,
+    TINY_MODEL,
+    copy_workflow,
+    require_bedtools,
+    run_workflow,
+    tiny_config,
+    windows_and_shards,
+    windows_frame,
+)
 
 NO_GPU = "needs a CUDA GPU and torch.cuda.is_available() is False here"
 
@@ -59,6 +70,33 @@ def small_fasta(tmp_path):
             handle.write(f">{name}\n")
             handle.writelines(seq[i : i + 60] + "\n" for i in range(0, len(seq), 60))
     return path, sequences
+
+
+@pytest.fixture
+def small_shards(small_fasta, tmp_path):
+    """47 training pairs of small_fasta in shards of 7 with a 2-base flank; (FASTA path, windows, shard folder)."""
+    path, _ = small_fasta
+    rows = [("chrA", s, s + 12, "chrB", 200 - s // 3, 212 - s // 3) for s in range(0, 470, 10)]
+    windows = windows_frame(rows)
+    encode_shards(windows, path, tmp_path / "shards", flank=2, shard_size=7)
+    return path, windows, tmp_path / "shards"
+
+
+@pytest.fixture(scope="session")
+def trained_cells(tiny_demo, tmp_path_factory):
+    """Both tiny demo cell lines as training leaves them: windows.tsv, shards/ (test split chr3) and
+    linear/, a tiny linear model trained for two epochs by train_model; cell line -> folder."""
+    from epiformer.model import ModelConfig  # PyTorch only where a test asks for a trained model
+    from epiformer.train import TrainConfig, train_model
+
+    split = SplitSpec(val_chromosomes=("chr2",), test_chromosomes=("chr3",))
+    training = TrainConfig(epochs=2, batch_size=16, learning_rate=3e-3, device="cpu")
+    folders = {}
+    for cell in ("demo_a", "demo_b"):
+        folder = windows_and_shards(tiny_demo, cell, split, tmp_path_factory.mktemp(cell))
+        train_model(folder / "shards", ModelConfig(**TINY_MODEL), training, folder / "linear", folder / "checkpoint")
+        folders[cell] = folder
+    return folders
 
 
 @pytest.fixture(scope="session")
