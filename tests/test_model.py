@@ -4,6 +4,7 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from epiformer.model import EPITransformer, ModelConfig, count_parameters, distance_features
+from epiformer.ops import linear_attention, softmax_attention
 from tests.helpers import quadratic_tensors, tensor_shapes_during
 
 
@@ -44,10 +45,15 @@ def test_batches_may_mix_widths():
 
 
 def test_linear_and_softmax_twins_differ_only_in_attention():
-    linear = EPITransformer(ModelConfig(attention="linear", patch_size=4, kernel_size=12))
-    softmax = EPITransformer(ModelConfig(attention="softmax", patch_size=4, kernel_size=12))
+    linear = EPITransformer(ModelConfig(attention="linear", patch_size=4, kernel_size=12)).eval()
+    softmax = EPITransformer(ModelConfig(attention="softmax", patch_size=4, kernel_size=12)).eval()
     assert count_parameters(linear) == count_parameters(softmax)
     softmax.load_state_dict(linear.state_dict())  # identical parameter names and shapes
+    assert {block.attention.attend for block in linear.blocks} == {linear_attention}
+    assert {block.attention.attend for block in softmax.blocks} == {softmax_attention}
+    enhancer, promoter = one_hot(2, 40, 1), one_hot(2, 32, 2)
+    with torch.no_grad():  # the same weights: what differs in the output is the attention
+        assert not torch.allclose(linear(enhancer, promoter), softmax(enhancer, promoter), atol=1e-4)
 
 
 @pytest.mark.parametrize("attention, forms_t_by_t", [("linear", False), ("softmax", True)])
