@@ -205,3 +205,20 @@ def independent_paired_interval(labels, scores_a, scores_b, metric, resamples, s
     kept = [rows for rows in draws if 0 < labels[rows].sum() < len(rows)]
     differences = [metric(labels[rows], scores_a[rows]) - metric(labels[rows], scores_b[rows]) for rows in kept]
     return np.percentile(differences, [2.5, 97.5]), len(kept)
+
+
+def pairs_frame(rows) -> pd.DataFrame:
+    """A pairs table as read_pairs returns it; rows are (enhancer chrom, start, end, promoter ..., label)."""
+    columns = [
+        "enhancer_chrom",
+        "enhancer_start",
+        "enhancer_end",
+        "promoter_chrom",
+        "promoter_start",
+        "promoter_end",
+        "label",
+    ]
+    frame = pd.DataFrame(rows, columns=columns)
+    frame.insert(0, "pair_id", range(len(frame)))
+    frame.attrs.update(path="pairs.csv", header_lines=1)
+    return frame

@@ -40,6 +40,14 @@ def test_missing_genome_says_where_to_fix_it(tmp_path):
         Genome(tmp_path / "absent.fa")
 
 
+def test_index_is_made_once_and_reused(small_fasta):
+    path, _ = small_fasta
+    Genome(path).close()
+    stamp = fai_path(path).stat().st_mtime_ns
+    Genome(path).close()
+    assert fai_path(path).stat().st_mtime_ns == stamp
+
+
 def bgzip(path, out):
     """Compress with htslib's own BGZF writer (what `bgzip` does), independent of epiformer.bgzf."""
     pysam.tabix_compress(str(path), str(out))
