@@ -71,7 +71,7 @@ def copy_workflow(folder: Path, config: dict) -> Path:
 
 
 def snakemake(folder: Path, *args: str, cores: int = 2, timeout: int = 600) -> subprocess.CompletedProcess:
-    """`snakemake --cores N ARGS` run in `folder` by this interpreter (so it imports this checkout's package)."""
+    """`snakemake --cores N ARGS` run in `folder` by the interpreter running the tests, so with the same epiformer."""
     return subprocess.run(
         [*SNAKEMAKE, "--cores", str(cores), *args], cwd=folder, capture_output=True, text=True, timeout=timeout
     )
