@@ -1,19 +1,47 @@
-"""Shared fixtures: tiny real files made on the fly (FASTA, pair tables, shards)."""
+"""Shared fixtures: tiny real files made on the fly (FASTA, demo data, shards, a finished workflow run).
+
+Fixtures are injected by name; the plain helpers they use are in tests/helpers.py. Tests
+marked `gpu` (and the cuda case of the `device` fixture) are skipped here, in one place,
+when no CUDA GPU is visible.
+"""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
-import yaml
 
 from epiformer.demo import DemoSpec, generate_demo
+from epiformer.encode import encode_shards
+from epiformer.splits import SplitSpec
+from tests.helpers import (
+    TINY_DEMO,
+    TINY_MODEL,
+    copy_workflow,
+    require_bedtools,
+    run_workflow,
+    tiny_config,
+    windows_and_shards,
+    windows_frame,
+)
 
-TINY_DEMO = DemoSpec(n_chromosomes=3, chromosome_length=200_000, positives_per_cell=60)
+NO_GPU = "needs a CUDA GPU and torch.cuda.is_available() is False here"
+
+
+def pytest_collection_modifyitems(config, items):
+    gpu_tests = [item for item in items if item.get_closest_marker("gpu")]
+    if not gpu_tests:
+        return
+    import torch  # only when a collected test needs it: most modules import no PyTorch
+
+    if not torch.cuda.is_available():
+        for item in gpu_tests:
+            item.add_marker(pytest.mark.skip(reason=NO_GPU))
+
+
+@pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def device(request) -> str:
+    """Each device there is: the CPU always, CUDA where a GPU is visible (else that case is skipped)."""
+    return request.param
 
 
 @pytest.fixture(scope="session")
@@ -44,51 +72,42 @@ def small_fasta(tmp_path):
     return path, sequences
 
 
-def require_bedtools():
-    if shutil.which("bedtools") is None:
-        pytest.fail("bedtools is not installed: run `sudo apt-get install -y bedtools` (make test does it as root)")
+@pytest.fixture
+def small_shards(small_fasta, tmp_path):
+    """47 training pairs of small_fasta in shards of 7 with a 2-base flank; (FASTA path, windows, shard folder)."""
+    path, _ = small_fasta
+    rows = [("chrA", s, s + 12, "chrB", 200 - s // 3, 212 - s // 3) for s in range(0, 470, 10)]
+    windows = windows_frame(rows)
+    encode_shards(windows, path, tmp_path / "shards", flank=2, shard_size=7)
+    return path, windows, tmp_path / "shards"
 
 
-# A real Snakemake run of a tiny config, shared by every test that needs finished outputs.
-REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
-TINY_MODEL = {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32, "patch_size": 4, "kernel_size": 8, "dropout": 0.0}
+@pytest.fixture(scope="session")
+def trained_cells(tiny_demo, tmp_path_factory):
+    """Both tiny demo cell lines as training leaves them: windows.tsv, shards/ (test split chr3) and
+    linear/, a tiny linear model trained for two epochs by train_model; cell line -> folder."""
+    from epiformer.model import ModelConfig  # PyTorch only where a test asks for a trained model
+    from epiformer.train import TrainConfig, train_model
 
-
-def tiny_config() -> dict:
-    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    config["demo"].update(n_chromosomes=3, chromosome_length=200_000, positives_per_cell=60)
-    config["windows"].update(enhancer_width=64, promoter_width=48)
-    config["split"].update(val_chromosomes=["chr2"], test_chromosomes=["chr3"])
-    config["models"] = {name: {"attention": name, **TINY_MODEL} for name in ("linear", "softmax")}
-    config["train"].update(epochs=1, batch_size=16)
-    config["evaluate"]["bootstrap"] = 20
-    return config
+    split = SplitSpec(val_chromosomes=("chr2",), test_chromosomes=("chr3",))
+    training = TrainConfig(epochs=2, batch_size=16, learning_rate=3e-3, device="cpu")
+    folders = {}
+    for cell in ("demo_a", "demo_b"):
+        folder = windows_and_shards(tiny_demo, cell, split, tmp_path_factory.mktemp(cell))
+        train_model(folder / "shards", ModelConfig(**TINY_MODEL), training, folder / "linear", folder / "checkpoint")
+        folders[cell] = folder
+    return folders
 
 
 @pytest.fixture(scope="session")
 def workdir(tmp_path_factory):
+    """A copy of the workflow configured by tiny_config(), not yet run."""
     require_bedtools()
-    work = tmp_path_factory.mktemp("workflow")
-    for name in ("Snakefile", "workflow", "scripts", "envs"):
-        source = REPO / name
-        (shutil.copytree if source.is_dir() else shutil.copy)(source, work / name)
-    (work / "docs").mkdir()
-    shutil.copy(REPO / "docs" / "scaling_cpu.tsv", work / "docs")  # the report's reference scaling figure
-    (work / "config").mkdir()
-    (work / "config" / "config.yaml").write_text(yaml.safe_dump(tiny_config()))
-    shutil.copy(REPO / "config" / "samples.tsv", work / "config" / "samples.tsv")
-    return work
-
-
-def snakemake(workdir: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*SNAKEMAKE, "--cores", "2", *args], cwd=workdir, capture_output=True, text=True, timeout=timeout
-    )
+    return copy_workflow(tmp_path_factory.mktemp("workflow"), tiny_config())
 
 
 @pytest.fixture(scope="session")
 def finished(workdir):
-    run = snakemake(workdir)
-    assert run.returncode == 0, run.stderr[-5000:]
+    """`workdir` after a real Snakemake run of every target, shared by every test that needs finished outputs."""
+    run_workflow(workdir)
     return workdir

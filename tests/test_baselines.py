@@ -1,6 +1,5 @@
 import json
 import shutil
-import subprocess
 
 import numpy as np
 import pandas as pd
@@ -17,35 +16,15 @@ from epiformer.baselines import (
     kmer_frequencies,
     run_baseline,
 )
-from epiformer.encode import encode_shards, one_hot
+from epiformer.encode import one_hot
 from epiformer.fileio import read_windows
 from epiformer.genome import Genome
-from epiformer.pairs import read_pairs
 from epiformer.shards import ShardError, load_split
-from epiformer.splits import SplitSpec, assign_splits
-from epiformer.windows import WindowSpec, make_windows
-from tests.conftest import REPO, SNAKEMAKE
+from epiformer.splits import SplitSpec
+from tests.helpers import REPO, snakemake, windows_and_shards
 
 BASELINES = ("distance", "kmer", "propensity")
 CHROMOSOME_SPLIT = SplitSpec(val_chromosomes=("chr2",), test_chromosomes=("chr3",))
-
-
-def make_run(demo, cell, split, out, widths=(64, 48), flank=4):
-    """windows.tsv and shards/ under `out`, the way the windows and encode rules make them."""
-    genome = Genome(demo["genome"])
-    windows, _ = make_windows(read_pairs(demo[cell]), genome.sizes, WindowSpec(*widths), genome)
-    windows = assign_splits(windows, split)
-    out.mkdir(parents=True, exist_ok=True)
-    windows.to_csv(out / "windows.tsv", sep="\t", index=False)
-    encode_shards(
-        windows,
-        demo["genome"],
-        out / "shards",
-        flank=flank,
-        shard_size=64,
-        split_report={"split_mode": split.mode, "leak_prone": split.leak_prone},
-    )
-    return out
 
 
 def run(folder, name, **options):
@@ -64,7 +43,7 @@ def run(folder, name, **options):
 
 @pytest.fixture(scope="module")
 def tiny_run(tiny_demo, tmp_path_factory):
-    return make_run(tiny_demo, "demo_a", CHROMOSOME_SPLIT, tmp_path_factory.mktemp("tiny"))
+    return windows_and_shards(tiny_demo, "demo_a", CHROMOSOME_SPLIT, tmp_path_factory.mktemp("tiny"))
 
 
 def codes_of(sequence: bytes) -> np.ndarray:
@@ -179,7 +158,7 @@ def full_runs(full_demo, tmp_path_factory):
     root = tmp_path_factory.mktemp("full")
     chromosome = SplitSpec(val_chromosomes=("chr5",), test_chromosomes=("chr6",))
     return {
-        split.mode: make_run(full_demo, "demo_a", split, root / split.mode, (256, 224), 8)
+        split.mode: windows_and_shards(full_demo, "demo_a", split, root / split.mode, (256, 224), 8)
         for split in (chromosome, SplitSpec(mode="random"))
     }
 
@@ -210,9 +189,7 @@ def test_the_rule_runs_the_package_with_the_config_values(tiny_run, tmp_path):
         f'include: "{REPO}/workflow/rules/baselines.smk"\n'
     )
     targets = [f"results/tiny/{name}/metrics.json" for name in BASELINES]
-    done = subprocess.run(
-        [*SNAKEMAKE, "--cores", "1", *targets], cwd=tmp_path, check=False, capture_output=True, text=True, timeout=300
-    )
+    done = snakemake(tmp_path, *targets, cores=1, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     for name in BASELINES:

@@ -16,7 +16,7 @@ from epiformer.configs import ModelConfig, TrainConfig
 from epiformer.encode import encode_shards
 from epiformer.shards import load_manifest, load_split
 from epiformer.train import train_model
-from tests.conftest import REPO, TINY_MODEL, snakemake
+from tests.helpers import REPO, TINY_MODEL, snakemake
 
 SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())["properties"]
 API_ONLY = {"max_shift"}  # TrainConfig fields no config key sets (the flank travels in the shard manifest)

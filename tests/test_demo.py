@@ -9,7 +9,7 @@ from sklearn.metrics import roc_auc_score
 from epiformer.demo import GRAMMARS, DemoSpec, generate_demo
 from epiformer.genome import Genome
 from epiformer.pairs import read_pairs
-from tests.conftest import TINY_DEMO
+from tests.helpers import TINY_DEMO
 
 
 def test_same_seed_same_bytes_other_seed_other_genome(tiny_demo, tmp_path):

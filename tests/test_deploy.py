@@ -22,7 +22,7 @@ import yaml
 from packaging.specifiers import SpecifierSet
 
 from epiformer.demo import generate_demo
-from tests.conftest import REPO, SNAKEMAKE, TINY_DEMO, require_bedtools, tiny_config
+from tests.helpers import REPO, TINY_DEMO, job_counts, require_bedtools, snakemake, tiny_config, write_config
 
 DEPLOYMENTS = ("snakefile", "module")
 
@@ -44,9 +44,7 @@ use rule * from epiformer
 def make_user_folder(folder: Path, deployment: str, config: dict, workflow: Path = REPO) -> Path:
     """A user's folder: config/ (the tiny demo config, the sample sheet) and, as a module, a Snakefile."""
     assert not folder.resolve().is_relative_to(REPO)
-    (folder / "config").mkdir(parents=True)
-    (folder / "config" / "config.yaml").write_text(yaml.safe_dump(config))
-    shutil.copy(REPO / "config" / "samples.tsv", folder / "config" / "samples.tsv")
+    write_config(folder, config)
     if deployment == "module":
         (folder / "Snakefile").write_text(MODULE_SNAKEFILE.format(snakefile=workflow / "Snakefile"))
     return folder
@@ -54,14 +52,7 @@ def make_user_folder(folder: Path, deployment: str, config: dict, workflow: Path
 
 def run(folder: Path, deployment: str, *args: str, workflow: Path = REPO) -> subprocess.CompletedProcess:
     snakefile = ["-s", str(workflow / "Snakefile")] if deployment == "snakefile" else []
-    return subprocess.run(
-        [*SNAKEMAKE, *snakefile, "--cores", "1", *args], cwd=folder, capture_output=True, text=True, timeout=300
-    )
-
-
-def job_counts(dry_run_output: str) -> dict[str, int]:
-    table = dry_run_output.split("Job stats:", 1)[1].split("total", 1)[0]
-    return {rule: int(count) for rule, count in re.findall(r"^(\w+)\s+(\d+)$", table, flags=re.MULTILINE)}
+    return snakemake(folder, *snakefile, *args, cores=1, timeout=300)
 
 
 def written_during(path: Path, start: float) -> bool:

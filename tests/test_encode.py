@@ -1,13 +1,13 @@
 import json
 
 import numpy as np
-import pandas as pd
 import pytest
 from safetensors.numpy import load_file
 
 from epiformer.encode import encode_shards, one_hot, pack_one_hot
 from epiformer.genome import Genome
 from epiformer.shards import ShardError, load_split, unpack
+from tests.helpers import windows_frame
 
 
 def test_one_hot_channels_and_n_rows():
@@ -25,26 +25,6 @@ def test_packing_is_numpy_packbits_big_endian_and_round_trips():
     assert packed.dtype == np.uint8 and packed.shape == (2, 4)  # L / 2 bytes
     assert packed[0, 0] == 0b10000100  # A = 1000, C = 0100, big bit order
     np.testing.assert_array_equal(unpack(packed, 8), onehot)
-
-
-def windows_frame(rows, split="train"):
-    frame = pd.DataFrame(
-        rows,
-        columns=[
-            "enhancer_chrom",
-            "enhancer_start",
-            "enhancer_end",
-            "promoter_chrom",
-            "promoter_start",
-            "promoter_end",
-        ],
-    )
-    frame.insert(0, "pair_id", range(len(frame)))
-    frame.insert(1, "label", [i % 2 for i in range(len(frame))])
-    frame.insert(2, "split", split)
-    centres = {e: (frame[f"{e}_start"] + frame[f"{e}_end"]) // 2 for e in ("enhancer", "promoter")}
-    frame.insert(3, "distance", (centres["enhancer"] - centres["promoter"]).abs())  # as windows.tsv has it
-    return frame
 
 
 @pytest.fixture

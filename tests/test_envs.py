@@ -415,17 +415,28 @@ def installed_version(conda_name: str) -> str | None:
 
 
 def test_env_pins_equal_the_versions_ci_tests(env_path):
-    mismatches = []
+    mismatches, compared, missing = [], set(), set()
+    pinned_names = set()
     for spec in env_packages(load_env(env_path))[0]:
         name = conda_spec_name(spec)
+        pinned_names.add(name)
         pinned = re.split(r"==?", spec, maxsplit=1)[1].strip()
-        installed = installed_version(name)
-        if name in NOT_COMPARED_WITH_CI or installed is None:
+        if name in NOT_COMPARED_WITH_CI:
             continue
+        installed = installed_version(name)
+        if installed is None:
+            missing.add(name)
+            continue
+        compared.add(name)
         installed = installed.split("+")[0]  # torch 2.13.0+cpu is the CPU build of 2.13.0
         if installed != pinned and not installed.startswith(pinned + "."):
             mismatches.append(f"{name}={pinned} but tests run with {installed}")
     assert not mismatches, f"{shown(env_path)}: pin the versions CI tests with pip: " + "; ".join(mismatches)
+    assert not missing, (
+        f"{shown(env_path)} pins {', '.join(sorted(missing))}, which the tests cannot compare: not installed "
+        "where they run (pip install it; bedtools: apt-get install bedtools), so CI does not test that pin"
+    )
+    assert compared and compared == pinned_names - NOT_COMPARED_WITH_CI, f"{shown(env_path)}: compared nothing"
 
 
 def test_every_env_installs_epiformer_with_the_same_post_deploy_script(env_path):

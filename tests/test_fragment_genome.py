@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -14,9 +13,8 @@ import yaml
 
 from epiformer.fragment_genome import BLOCK_BASES, build_fragment_genome
 from epiformer.genome import Genome, GenomeError, fai_path, gzi_path
-from tests.conftest import SNAKEMAKE, require_bedtools
+from tests.helpers import REPO, bedtools_getfasta, require_bedtools, snakemake
 
-REPO = Path(__file__).resolve().parents[1]
 TARGETFINDER = REPO / "data" / "targetfinder"
 
 # Lengths that exercise the block layout: two full blocks and a tail; exactly two full blocks;
@@ -108,16 +106,9 @@ def test_bedtools_getfasta_on_the_decompressed_genome_returns_every_contig(built
     output, contigs, _ = built
     plain = tmp_path / "genome.fa"
     plain.write_bytes(gzip.decompress(output.read_bytes()))
-    bed = tmp_path / "contigs.bed"
-    bed.write_text("".join(f"{chrom}\t{start}\t{start + len(bases)}\n" for chrom, start, bases in contigs))
-    out = subprocess.run(
-        ["bedtools", "getfasta", "-fi", str(plain), "-bed", str(bed), "-tab"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.splitlines()
+    intervals = [(chrom, start, start + len(bases)) for chrom, start, bases in contigs]
     # Case aside: the lowercase overlapping contig takes its overlap from the contig placed first.
-    assert [line.split("\t")[1].upper() for line in out] == [bases.upper() for _, _, bases in contigs]
+    assert bedtools_getfasta(plain, intervals, tmp_path) == [bases.upper() for _, _, bases in contigs]
     with Genome(output) as genome:  # the package reads it without re-indexing
         for chrom, start, bases in contigs:
             assert genome.fetch(chrom, start, start + len(bases)).decode() == bases.upper()
@@ -223,13 +214,7 @@ def real_genome(tmp_path_factory) -> tuple[Path, str]:
     config = yaml.safe_load((work / "config" / "config.yaml").read_text())
     config["genomes"]["hg19"] = "resources/targetfinder/hg19.fa.gz"  # so index_genome matches its .fai too
     (work / "config" / "config.yaml").write_text(yaml.safe_dump(config))
-    run = subprocess.run(
-        [*SNAKEMAKE, "--cores", "1", "resources/targetfinder/hg19.fa.gz.fai"],
-        cwd=work,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    run = snakemake(work, "resources/targetfinder/hg19.fa.gz.fai", cores=1)
     assert run.returncode == 0, run.stderr[-5000:]
     return work / "resources" / "targetfinder" / "hg19.fa.gz", run.stderr
 
@@ -238,13 +223,7 @@ def test_rule_builds_the_real_genome_with_its_indexes_instead_of_index_genome(re
     output, stderr = real_genome
     assert "rule targetfinder_genome:" in stderr and "index_genome" not in stderr
     assert fai_path(output).exists() and gzi_path(output).exists()
-    again = subprocess.run(
-        [*SNAKEMAKE, "--cores", "1", "-n", str(fai_path(output).relative_to(output.parents[2]))],
-        cwd=output.parents[2],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    again = snakemake(output.parents[2], "-n", str(fai_path(output).relative_to(output.parents[2])), cores=1)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
 
 

@@ -1,5 +1,4 @@
 import gzip
-import subprocess
 
 import numpy as np
 import pandas as pd
@@ -9,18 +8,14 @@ import pytest
 from epiformer.genome import Genome, GenomeError, fai_path, gzi_path, index_fasta
 from epiformer.pairs import read_pairs
 from epiformer.windows import WindowSpec, make_windows
-from tests.conftest import require_bedtools
-
-
-def clean(seq: str) -> str:
-    return "".join(b if b in "ACGT" else "N" for b in seq.upper())
+from tests.helpers import bedtools_getfasta, clean_bases, require_bedtools
 
 
 def test_fetch_uppercases_and_turns_other_bases_into_n(small_fasta):
     path, sequences = small_fasta
     genome = Genome(path)
     assert genome.sizes == {"chrA": 500, "chrB": 300}
-    assert genome.fetch("chrB", 0, 300).decode() == clean(sequences["chrB"])
+    assert genome.fetch("chrB", 0, 300).decode() == clean_bases(sequences["chrB"])
 
 
 def test_fetch_pads_past_both_ends_with_n(small_fasta):
@@ -36,13 +31,8 @@ def test_fetch_matches_bedtools_getfasta(small_fasta, tmp_path):
     path, _ = small_fasta
     genome = Genome(path)
     intervals = [("chrA", 0, 17), ("chrA", 100, 260), ("chrB", 33, 299), ("chrB", 299, 300)]
-    bed = tmp_path / "x.bed"
-    bed.write_text("".join(f"{c}\t{s}\t{e}\n" for c, s, e in intervals))
-    out = subprocess.run(
-        ["bedtools", "getfasta", "-fi", str(path), "-bed", str(bed), "-tab"], check=True, capture_output=True, text=True
-    ).stdout.splitlines()
-    for (chrom, start, end), line in zip(intervals, out):
-        assert genome.fetch(chrom, start, end).decode() == clean(line.split("\t")[1])
+    expected = bedtools_getfasta(path, intervals, tmp_path)
+    assert [genome.fetch(chrom, start, end).decode() for chrom, start, end in intervals] == expected
 
 
 def test_missing_genome_says_where_to_fix_it(tmp_path):
@@ -50,22 +40,18 @@ def test_missing_genome_says_where_to_fix_it(tmp_path):
         Genome(tmp_path / "absent.fa")
 
 
+def test_index_is_made_once_and_reused(small_fasta):
+    path, _ = small_fasta
+    Genome(path).close()
+    stamp = fai_path(path).stat().st_mtime_ns
+    Genome(path).close()
+    assert fai_path(path).stat().st_mtime_ns == stamp
+
+
 def bgzip(path, out):
     """Compress with htslib's own BGZF writer (what `bgzip` does), independent of epiformer.bgzf."""
     pysam.tabix_compress(str(path), str(out))
     return out
-
-
-def getfasta(fasta, intervals, tmp_path) -> list[str]:
-    bed = tmp_path / "getfasta.bed"
-    bed.write_text("".join(f"{c}\t{s}\t{e}\n" for c, s, e in intervals))
-    out = subprocess.run(
-        ["bedtools", "getfasta", "-fi", str(fasta), "-bed", str(bed), "-tab"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.splitlines()
-    return [clean(line.split("\t")[1]) for line in out]
 
 
 def test_bgzip_genome_is_indexed_with_fai_and_gzi_and_reads_like_plain_and_bedtools(small_fasta, tmp_path):
@@ -76,12 +62,12 @@ def test_bgzip_genome_is_indexed_with_fai_and_gzi_and_reads_like_plain_and_bedto
     assert gzi_path(compressed).stat().st_size > 0
     assert fai_path(compressed).read_text() == index_fasta(path).read_text()  # .fai offsets are uncompressed
     intervals = [("chrA", 0, 17), ("chrA", 100, 260), ("chrA", 440, 500), ("chrB", 33, 299), ("chrB", 299, 300)]
-    expected = getfasta(path, intervals, tmp_path)
+    expected = bedtools_getfasta(path, intervals, tmp_path)
     with Genome(compressed) as packed, Genome(path) as plain:
         assert packed.sizes == plain.sizes == {"chrA": 500, "chrB": 300}
         for (chrom, start, end), want in zip(intervals, expected):
             assert packed.fetch(chrom, start, end).decode() == plain.fetch(chrom, start, end).decode() == want
-        assert packed.fetch("chrB", 0, 300).decode() == clean(sequences["chrB"])
+        assert packed.fetch("chrB", 0, 300).decode() == clean_bases(sequences["chrB"])
         assert packed.fetch("chrA", -5, 10).decode() == "N" * 5 + sequences["chrA"][:10]
         assert packed.fetch("chrA", 495, 505).decode() == sequences["chrA"][495:] + "N" * 5
 
@@ -134,7 +120,7 @@ def test_windows_from_a_bgzip_genome_equal_those_of_the_plain_genome(tmp_path):
     for element in ("enhancer", "promoter"):
         np.testing.assert_array_equal(codes[element], packed_codes[element])
         intervals = list(zip(windows[f"{element}_chrom"], windows[f"{element}_start"], windows[f"{element}_end"]))
-        assert [row.tobytes().decode() for row in packed_codes[element]] == getfasta(path, intervals, tmp_path)
+        assert [row.tobytes().decode() for row in packed_codes[element]] == bedtools_getfasta(path, intervals, tmp_path)
 
 
 def test_plain_gzip_genome_is_refused_with_how_to_recompress_it(small_fasta, tmp_path):

@@ -10,7 +10,6 @@ real-data TargetFinder fragments that fall in the region against the hisat2 sequ
 from __future__ import annotations
 
 import gzip
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -21,18 +20,14 @@ from epiformer.fragment_genome import build_fragment_genome
 from epiformer.genome import Genome
 from epiformer.pairs import PairsError, read_pairs
 from epiformer.windows import WindowSpec, make_windows
-from tests.conftest import require_bedtools
+from tests.helpers import REPO, bedtools_getfasta, require_bedtools
 
 HISAT2_REFERENCE = Path("/usr/share/doc/hisat2/examples/reference/22_20-21M.fa")
 INSTALL = "sudo apt-get install -y hisat2"
 CHR22_LENGTH = 51_304_566  # hg19 (GRCh37) chr22
 REGION = (20_000_000, 21_000_000)  # 0-based, half-open
-FRAGMENTS = Path(__file__).resolve().parents[1] / "data" / "targetfinder" / "hg19_fragments.fa.gz"
+FRAGMENTS = REPO / "data" / "targetfinder" / "hg19_fragments.fa.gz"
 HEADER = "enhancer_chrom,enhancer_start,enhancer_end,promoter_chrom,promoter_start,promoter_end,label\n"
-
-
-def clean(seq: str) -> str:
-    return "".join(b if b in "ACGT" else "N" for b in seq.upper())
 
 
 @pytest.fixture(scope="module")
@@ -55,18 +50,6 @@ def chr22(tmp_path_factory):
     region = "".join(lines[1:])
     assert len(region) == REGION[1] - REGION[0]
     return genome, plain, region
-
-
-def getfasta(fasta: Path, chroms, starts, ends, folder: Path) -> list[str]:
-    bed = folder / "windows.bed"
-    bed.write_text("".join(f"{c}\t{s}\t{e}\n" for c, s, e in zip(chroms, starts, ends)))
-    out = subprocess.run(
-        ["bedtools", "getfasta", "-fi", str(fasta), "-bed", str(bed), "-tab"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.splitlines()
-    return [clean(line.split("\t")[1]) for line in out]
 
 
 def write_pairs(path: Path, chrom: str, rng: np.random.Generator) -> Path:
@@ -97,14 +80,14 @@ def test_windows_on_chromosome_22_equal_bedtools_getfasta(chr22, tmp_path):
         assert len(windows) + sum(report.dropped.values()) == len(pairs)
         for element in ("enhancer", "promoter"):
             chroms, starts, ends = (windows[f"{element}_{part}"] for part in ("chrom", "start", "end"))
-            expected = getfasta(plain, chroms, starts, ends, tmp_path)
+            expected = bedtools_getfasta(plain, zip(chroms, starts, ends), tmp_path)
             codes = genome.fetch_many(chroms.tolist(), starts, ends)
             assert [row.tobytes().decode() for row in codes] == expected
             assert any("N" in seq for seq in expected)  # windows reaching into N are kept when at most half N
             assert all(seq.count("N") <= len(seq) / 2 for seq in expected)
             np.testing.assert_array_equal(plain_genome.fetch_many(chroms.tolist(), starts, ends), codes)
             # What the encode stage stores: the packed one-hot of each window and its flanks.
-            flanked = getfasta(plain, chroms, starts - flank, ends + flank, tmp_path)
+            flanked = bedtools_getfasta(plain, zip(chroms, starts - flank, ends + flank), tmp_path)
             stored = pack_one_hot(one_hot([seq.encode() for seq in flanked]))
             np.testing.assert_array_equal(encode_element(genome, chroms, starts, ends, flank), stored)
 

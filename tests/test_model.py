@@ -1,8 +1,11 @@
 import numpy as np
 import pytest
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from epiformer.model import EPITransformer, ModelConfig, count_parameters, distance_features
+from epiformer.ops import linear_attention, softmax_attention
+from tests.helpers import quadratic_tensors, tensor_shapes_during
 
 
 def one_hot(batch, length, seed):
@@ -42,10 +45,33 @@ def test_batches_may_mix_widths():
 
 
 def test_linear_and_softmax_twins_differ_only_in_attention():
-    linear = EPITransformer(ModelConfig(attention="linear", patch_size=4, kernel_size=12))
-    softmax = EPITransformer(ModelConfig(attention="softmax", patch_size=4, kernel_size=12))
+    linear = EPITransformer(ModelConfig(attention="linear", patch_size=4, kernel_size=12)).eval()
+    softmax = EPITransformer(ModelConfig(attention="softmax", patch_size=4, kernel_size=12)).eval()
     assert count_parameters(linear) == count_parameters(softmax)
     softmax.load_state_dict(linear.state_dict())  # identical parameter names and shapes
+    assert {block.attention.attend for block in linear.blocks} == {linear_attention}
+    assert {block.attention.attend for block in softmax.blocks} == {softmax_attention}
+    enhancer, promoter = one_hot(2, 40, 1), one_hot(2, 32, 2)
+    with torch.no_grad():  # the same weights: what differs in the output is the attention
+        assert not torch.allclose(linear(enhancer, promoter), softmax(enhancer, promoter), atol=1e-4)
+
+
+@pytest.mark.parametrize("attention, forms_t_by_t", [("linear", False), ("softmax", True)])
+def test_only_the_softmax_twin_forms_t_by_t_attention_weights(attention, forms_t_by_t):
+    """A whole forward and backward pass at T = 4,096 tokens (one a base), 256 times the head size."""
+    torch.manual_seed(0)
+    config = ModelConfig(
+        attention=attention, d_model=32, n_heads=2, n_layers=1, d_ff=64, patch_size=1, kernel_size=1, dropout=0.0
+    )
+    model = EPITransformer(config)
+    enhancer, promoter = one_hot(1, 2048, 1), one_hot(1, 2048, 2)
+    valid = torch.ones(1, 2048, dtype=torch.bool)
+
+    def forward_and_backward():
+        with sdpa_kernel(SDPBackend.MATH):  # softmax's explicit path, whose T x T weights are tensors
+            model(enhancer, promoter, valid, valid).sum().backward()
+
+    assert bool(quadratic_tensors(tensor_shapes_during(forward_and_backward), 4096)) == forms_t_by_t
 
 
 def test_config_rejects_impossible_shapes():

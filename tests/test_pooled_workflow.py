@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
-from tests.conftest import REPO, TINY_MODEL, require_bedtools, snakemake, tiny_config
+from tests.helpers import REPO, TINY_MODEL, require_bedtools, run_workflow, snakemake, tiny_config, write_config
 
 POOLED = {
     "linear": {"attention": "linear", **TINY_MODEL},
@@ -23,24 +21,22 @@ POOLED = {
 CELLS = ("demo_a", "demo_b")
 
 
-def write_config(folder, models) -> None:
+def pooled_config(models: dict) -> dict:
+    """tiny_config() with `models` and only the distance baseline."""
     config = tiny_config()
     config["models"] = models
     config["baselines"]["names"] = ["distance"]
-    (folder / "config").mkdir(exist_ok=True)
-    (folder / "config" / "config.yaml").write_text(yaml.safe_dump(config))
-    shutil.copy(REPO / "config" / "samples.tsv", folder / "config" / "samples.tsv")
+    return config
 
 
 @pytest.fixture(scope="module")
 def pooled_run(tmp_path_factory):
     require_bedtools()
     folder = tmp_path_factory.mktemp("pooled")
-    write_config(folder, POOLED)
-    run = snakemake(
+    write_config(folder, pooled_config(POOLED))
+    run_workflow(
         folder, "-s", str(REPO / "Snakefile"), "results/summary.tsv", "results/plots/pooled/linear_pooled.training.png"
     )
-    assert run.returncode == 0, run.stderr[-5000:]
     return folder
 
 
@@ -109,16 +105,19 @@ def test_transfer_is_planned_for_per_cell_models_only(pooled_run):
 
 
 def test_a_distance_model_without_its_sequence_only_twin_is_refused(tmp_path):
-    write_config(tmp_path, {"linear_distance": POOLED["linear_distance"]})
+    write_config(tmp_path, pooled_config({"linear_distance": POOLED["linear_distance"]}))
     run = snakemake(tmp_path, "-s", str(REPO / "Snakefile"), "-n")
     assert run.returncode != 0 and "sequence-only twin" in run.stdout + run.stderr
-    write_config(tmp_path, {"x": POOLED["linear"], "x_distance": {**POOLED["linear"], "distance": True, "d_ff": 64}})
+    write_config(
+        tmp_path,
+        pooled_config({"x": POOLED["linear"], "x_distance": {**POOLED["linear"], "distance": True, "d_ff": 64}}),
+    )
     run = snakemake(tmp_path, "-s", str(REPO / "Snakefile"), "-n")
     assert run.returncode != 0 and "'x_distance' is given the genomic distance" in run.stdout + run.stderr
 
 
 def test_a_cell_line_named_pooled_is_refused(tmp_path):
-    write_config(tmp_path, POOLED)
+    write_config(tmp_path, pooled_config(POOLED))
     sheet = tmp_path / "config" / "samples.tsv"
     sheet.write_text(sheet.read_text().replace("demo_b\t", "pooled\t"))
     run = snakemake(tmp_path, "-s", str(REPO / "Snakefile"), "-n")

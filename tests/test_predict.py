@@ -29,7 +29,7 @@ from epiformer.shards import load_split
 from epiformer.windows import WindowSpec
 
 CLI = [sys.executable, "-m", "epiformer.cli"]
-# The windows settings of tiny_config() in conftest, which the `finished` run trained with.
+# The windows settings of tiny_config() (tests/helpers.py), which the `finished` run trained with.
 TRAINED_WINDOWS = {
     "enhancer_width": 64,
     "promoter_width": 48,

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.conftest import REPO, TINY_MODEL, require_bedtools, snakemake
+from tests.helpers import REPO, TINY_MODEL, job_counts, require_bedtools, run_workflow, snakemake
 
 OVERLAY = REPO / "config" / "targetfinder.yaml"
 CELLS = ("GM12878", "HUVEC", "HeLa-S3", "IMR90")
@@ -20,15 +20,6 @@ def user_folder(tmp_path):
     for name in ("config", "data"):
         (tmp_path / name).symlink_to(REPO / name)
     return tmp_path
-
-
-def job_counts(output: str) -> dict[str, int]:
-    table = output.split("Job stats:")[1].split("total")[0]
-    return {
-        line.split()[0]: int(line.split()[1])
-        for line in table.splitlines()
-        if line.strip()[:1].isalpha() and line.split()[-1].isdigit() and line.split()[0] != "job"
-    }
 
 
 def test_the_overlay_plans_four_cell_lines_every_model_and_the_genome_build(tmp_path):
@@ -74,10 +65,9 @@ def test_a_short_real_data_training_runs_and_writes_metrics(tmp_path):
     }
     (tmp_path / "short.yaml").write_text(yaml.safe_dump(short))
     targets = [f"results/IMR90/{name}/metrics.json" for name in ("linear", "linear_distance", "distance")]
-    run = snakemake(
+    run_workflow(
         folder, "-s", str(REPO / "Snakefile"), *targets, "--configfile", str(OVERLAY), str(tmp_path / "short.yaml")
     )
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     results = tmp_path / "results" / "IMR90"
     report = json.loads((results / "windows_report.json").read_text())
     assert report["pairs_in"] == 1683 and report["pairs_kept"] == 1683  # 200-bp windows: every base is real

@@ -17,16 +17,14 @@ import re
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 
-from tests.conftest import REPO, require_bedtools, tiny_config
+from tests.helpers import REPO, SNAKEMAKE, copy_workflow, require_bedtools, tiny_config
 
 SBIN, BIN = Path("/usr/sbin"), Path("/usr/bin")
 NEEDED = [SBIN / "munged", SBIN / "mungekey", SBIN / "slurmctld", SBIN / "slurmd", BIN / "sbatch", BIN / "srun"]
@@ -243,17 +241,6 @@ def slurm_cluster(request):
     return env
 
 
-def prepare_work_folder(work: Path, config: dict) -> None:
-    for name in ("Snakefile", "workflow", "scripts", "envs"):
-        source = REPO / name
-        (shutil.copytree if source.is_dir() else shutil.copy)(source, work / name)
-    (work / "docs").mkdir()
-    shutil.copy(REPO / "docs" / "scaling_cpu.tsv", work / "docs")  # a workflow file the report rule reads
-    (work / "config").mkdir()
-    (work / "config" / "config.yaml").write_text(yaml.safe_dump(config))
-    shutil.copy(REPO / "config" / "samples.tsv", work / "config" / "samples.tsv")
-
-
 def slurm_jobs(env: dict) -> pd.DataFrame:
     """Every job the cluster ran: its rule (from the plugin's --comment), state and what it was given."""
     shown = subprocess.run(["scontrol", "show", "job", "-o"], env=env, capture_output=True, text=True, check=True)
@@ -294,10 +281,10 @@ def minutes_as_slurm_time(minutes: int) -> str:
 def test_tiny_workflow_runs_through_the_slurm_profile(slurm_cluster, tmp_path):
     require_bedtools()
     config = tiny_config()
-    prepare_work_folder(tmp_path, config)
+    copy_workflow(tmp_path, config)
     targets = [f"results/{cell}/{model}/metrics.json" for cell in CELL_LINES for model in MODELS]
     targets.append("results/summary.tsv")  # every stage from demo data to summary; plots are left out for time
-    command = [sys.executable, "-m", "snakemake", "--profile", str(PROFILE), *CLUSTER_OVERRIDES, *targets]
+    command = [*SNAKEMAKE, "--profile", str(PROFILE), *CLUSTER_OVERRIDES, *targets]
     try:
         run = subprocess.run(
             command,
@@ -348,8 +335,8 @@ def test_profile_asks_a_gpu_per_training_process_and_none_elsewhere(tmp_path, de
     """The GPU request the SLURM run above turns off, seen in a dry run through the unchanged profile."""
     config = tiny_config()
     config["train"].update(device=device, devices=devices, batch_size=16)
-    prepare_work_folder(tmp_path, config)
-    command = [sys.executable, "-m", "snakemake", "--profile", str(PROFILE), "--dry-run", "results/summary.tsv"]
+    copy_workflow(tmp_path, config)
+    command = [*SNAKEMAKE, "--profile", str(PROFILE), "--dry-run", "results/summary.tsv"]
     run = subprocess.run(command, check=False, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-5000:]
     blocks = re.findall(r"^rule (\w+):\n((?:    .*\n)+)", run.stdout + run.stderr, re.MULTILINE)

@@ -1,4 +1,5 @@
-"""The summary's paired comparison of each Transformer with each baseline on the same test pairs."""
+"""epiformer.summary: one row per (cell line, model or baseline), and the paired comparison of each
+Transformer with each baseline on the same test pairs (summary.tsv, summary.md, paired_comparison.tsv)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,21 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from epiformer.metrics import bootstrap_interval, compute_metrics, paired_bootstrap_difference
-from epiformer.summary import ModelResult, paired_predictions, write_summary
-from tests.conftest import snakemake
+from epiformer.metrics import compute_metrics
+from epiformer.summary import (
+    PAIRED_COLUMNS,
+    ModelResult,
+    oracle_auroc,
+    paired_comparison,
+    paired_predictions,
+    summary_row,
+    to_markdown,
+    with_paired_columns,
+    write_summary,
+)
+from tests.helpers import shared_difficulty
 
 METRICS = {"auroc": roc_auc_score, "auprc": average_precision_score}
 EXISTING_COLUMNS = [
@@ -39,79 +49,6 @@ EXISTING_COLUMNS = [
     "device",
     "oracle_auroc",
 ]
-
-
-def shared_difficulty(n: int = 400, seed: int = 0):
-    """Labels, a baseline's scores and a model's: the model adds a little signal to what the baseline sees."""
-    rng = np.random.default_rng(seed)
-    labels = (rng.random(n) < 0.3).astype(int)
-    baseline = rng.normal(0, 1, n) + labels
-    model = baseline + 0.4 * labels + rng.normal(0, 0.1, n)
-    return labels, model, baseline
-
-
-def independent_paired_interval(labels, scores_a, scores_b, metric, resamples, seed):
-    """The paired percentile interval recomputed here: one row draw per resample, both scored on it."""
-    rng = np.random.default_rng(seed)
-    draws = [rng.integers(0, len(labels), len(labels)) for _ in range(resamples)]
-    kept = [rows for rows in draws if 0 < labels[rows].sum() < len(rows)]
-    differences = [metric(labels[rows], scores_a[rows]) - metric(labels[rows], scores_b[rows]) for rows in kept]
-    return np.percentile(differences, [2.5, 97.5]), len(kept)
-
-
-@pytest.mark.parametrize("name", METRICS)
-def test_point_difference_is_scikit_learns_and_interval_comes_from_paired_resamples(name):
-    labels, model, baseline = shared_difficulty()
-    metric = METRICS[name]
-    result = paired_bootstrap_difference(labels, model, baseline, metric, resamples=300, seed=3)
-    assert result["difference"] == pytest.approx(metric(labels, model) - metric(labels, baseline), abs=1e-12)
-    (low, high), kept = independent_paired_interval(labels, model, baseline, metric, 300, 3)
-    assert (result["lo"], result["hi"]) == pytest.approx((low, high), abs=1e-12) and result["resamples_used"] == kept
-
-
-@pytest.mark.parametrize("name", METRICS)
-def test_resamples_without_both_classes_are_skipped(name):
-    labels = np.array([1, 0, 0, 0, 1, 0, 0, 0, 0, 0])  # about one resample in nine draws no positive
-    model, baseline = np.random.default_rng(0).random((2, 10))
-    result = paired_bootstrap_difference(labels, model, baseline, METRICS[name], resamples=400, seed=2)
-    (low, high), kept = independent_paired_interval(labels, model, baseline, METRICS[name], 400, 2)
-    assert result["resamples_used"] == kept < 380
-    assert (result["lo"], result["hi"]) == pytest.approx((low, high), abs=1e-12)
-
-
-@pytest.mark.parametrize("name", METRICS)
-def test_identical_scores_give_exactly_zero(name):
-    labels, model, _ = shared_difficulty()
-    result = paired_bootstrap_difference(labels, model, model.copy(), METRICS[name], resamples=200, seed=0)
-    assert (result["difference"], result["lo"], result["hi"]) == (0.0, 0.0, 0.0)
-
-
-@pytest.mark.parametrize("name", METRICS)
-def test_pairing_finds_a_difference_that_overlapping_separate_intervals_hide(name):
-    labels, model, baseline = shared_difficulty()
-    metric = METRICS[name]
-    model_lo, model_hi = bootstrap_interval(labels, model, metric, 500, seed=1)
-    baseline_lo, baseline_hi = bootstrap_interval(labels, baseline, metric, 500, seed=1)
-    assert model_lo < baseline_hi and baseline_lo < model_hi  # the separate intervals overlap
-    paired = paired_bootstrap_difference(labels, model, baseline, metric, resamples=500, seed=1)
-    assert paired["lo"] > 0  # yet the model is better on the same pairs
-    # Unpaired resampling (independent draws for each) blurs the difference: its interval is wider.
-    rng = np.random.default_rng(1)
-    unpaired = []
-    for _ in range(500):
-        rows_a, rows_b = rng.integers(0, len(labels), (2, len(labels)))
-        unpaired.append(metric(labels[rows_a], model[rows_a]) - metric(labels[rows_b], baseline[rows_b]))
-    unpaired_lo, unpaired_hi = np.percentile(unpaired, [2.5, 97.5])
-    assert paired["hi"] - paired["lo"] < 0.5 * (unpaired_hi - unpaired_lo)
-
-
-def test_seed_changes_the_interval_and_the_same_seed_reproduces_it():
-    labels, model, baseline = shared_difficulty()
-    first = paired_bootstrap_difference(labels, model, baseline, roc_auc_score, resamples=100, seed=5)
-    assert paired_bootstrap_difference(labels, model, baseline, roc_auc_score, resamples=100, seed=5) == first
-    other = paired_bootstrap_difference(labels, model, baseline, roc_auc_score, resamples=100, seed=6)
-    assert (other["lo"], other["hi"]) != (first["lo"], first["hi"])
-    assert other["difference"] == first["difference"]  # the point difference does not depend on the seed
 
 
 def write_predictions(path, pair_ids, labels, scores):
@@ -141,6 +78,169 @@ def make_result(folder, cell, name, pair_ids, labels, scores, attention=None) ->
             )
         )
     return ModelResult(cell, name, folder / cell / name / "metrics.json", description, predictions)
+
+
+def write_json(path, value):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(value))
+    return path
+
+
+METRICS_JSON = {
+    "auroc": 0.8125,
+    "auroc_ci95": [0.75, 0.875],
+    "auprc": 0.625,
+    "auprc_ci95": [0.5, 0.75],
+    "f1": 0.5,
+    "mcc": 0.25,
+    "balanced_accuracy": 0.6875,
+    "n_test": 120,
+    "positives": 30,
+    "split_mode": "chromosome",
+}
+DESCRIPTION = {
+    "model": {"attention": "softmax"},
+    "parameters": 1234,
+    "train_seconds": 12.5,
+    "tokens_per_s": 800.0,
+    "device": "cpu",
+}
+
+
+def test_a_model_row_takes_its_values_from_metrics_json_and_model_json(tmp_path):
+    result = ModelResult(
+        "cell_x",
+        "softmax",
+        write_json(tmp_path / "metrics.json", METRICS_JSON),
+        write_json(tmp_path / "model.json", DESCRIPTION),
+        tmp_path / "predictions.tsv",
+    )
+    row = summary_row(result)
+    assert list(row) == EXISTING_COLUMNS
+    assert row == {
+        "cell_line": "cell_x",
+        "model": "softmax",
+        "kind": "transformer",
+        "attention": "softmax",
+        "auroc": 0.8125,
+        "auroc_lo": 0.75,
+        "auroc_hi": 0.875,
+        "auprc": 0.625,
+        "auprc_lo": 0.5,
+        "auprc_hi": 0.75,
+        "f1": 0.5,
+        "mcc": 0.25,
+        "balanced_accuracy": 0.6875,
+        "n_test": 120,
+        "positives": 30,
+        "split_mode": "chromosome",
+        "parameters": 1234,
+        "train_seconds": 12.5,
+        "tokens_per_s": 800.0,
+        "device": "cpu",
+        "oracle_auroc": None,
+    }
+
+
+def test_a_baseline_row_counts_its_coefficients_and_a_random_split_is_flagged(tmp_path):
+    metrics = {**METRICS_JSON, "split_mode": "random", "baseline": {"name": "kmer", "features": 272}}
+    row = summary_row(
+        ModelResult("c", "kmer", write_json(tmp_path / "m.json", metrics), None, tmp_path / "predictions.tsv")
+    )
+    assert (row["kind"], row["attention"], row["parameters"]) == ("baseline", None, 273)  # features + intercept
+    assert row["train_seconds"] is row["tokens_per_s"] is row["device"] is None
+    assert row["split_mode"] == "random (leak-prone)"
+
+
+def test_oracle_auroc_is_scikit_learns_on_the_true_probabilities_of_the_evaluated_pairs(tmp_path):
+    rng = np.random.default_rng(4)
+    truth = pd.DataFrame({"pair_id": np.arange(300), "label": rng.integers(0, 2, 300)})
+    truth["p_interact"] = np.clip(0.3 * truth["label"] + rng.random(300), 0, 1)
+    truth.to_csv(tmp_path / "truth.tsv", sep="\t", index=False)
+    evaluated = truth.sample(120, random_state=1)  # the test pairs only, in another order
+    predictions = write_predictions(tmp_path / "p.tsv", evaluated["pair_id"], evaluated["label"], rng.random(120))
+    expected = roc_auc_score(evaluated["label"], evaluated["p_interact"])
+    assert oracle_auroc(predictions, tmp_path / "truth.tsv") == pytest.approx(expected, abs=1e-12)
+    assert expected != pytest.approx(roc_auc_score(truth["label"], truth["p_interact"]))  # not every pair's
+    result = ModelResult(
+        "c", "kmer", write_json(tmp_path / "m.json", METRICS_JSON), None, predictions, tmp_path / "truth.tsv"
+    )
+    assert summary_row(result)["oracle_auroc"] == pytest.approx(expected, abs=1e-12)
+
+
+def test_each_model_is_compared_with_each_baseline_of_its_own_cell_line(tmp_path):
+    labels, model, baseline = shared_difficulty(n=120)
+    ids = np.arange(120)
+    results = [
+        make_result(tmp_path, "x", "linear", ids, labels, model, attention="linear"),
+        make_result(tmp_path, "x", "softmax", ids, labels, model[::-1].copy(), attention="softmax"),
+        make_result(tmp_path, "x", "kmer", ids, labels, baseline),
+        make_result(tmp_path, "y", "linear", ids, labels, model, attention="linear"),  # no baseline in y
+    ]
+    paired = paired_comparison(results, resamples=20, seed=0)
+    assert list(paired.columns) == PAIRED_COLUMNS
+    assert list(zip(paired["cell_line"], paired["model"], paired["baseline"], paired["metric"])) == [
+        ("x", "linear", "kmer", "auroc"),
+        ("x", "linear", "kmer", "auprc"),
+        ("x", "softmax", "kmer", "auroc"),
+        ("x", "softmax", "kmer", "auprc"),
+    ]
+    for row in paired.itertuples():
+        scores = model if row.model == "linear" else model[::-1]
+        metric = METRICS[row.metric]
+        assert row.model_value == pytest.approx(metric(labels, scores), abs=1e-12)
+        assert row.baseline_value == pytest.approx(metric(labels, baseline), abs=1e-12)
+        assert row.difference == pytest.approx(row.model_value - row.baseline_value, abs=1e-12)
+        assert (row.n_test, row.positives, row.resamples, row.seed) == (120, labels.sum(), 20, 0)
+
+
+def test_paired_columns_fill_model_rows_and_leave_baselines_and_missing_comparisons_empty():
+    table = pd.DataFrame(
+        {"cell_line": ["x", "x", "x", "y"], "model": ["linear", "kmer", "distance", "linear"]}
+        | {"kind": ["transformer", "baseline", "baseline", "transformer"]}
+    )
+    paired = pd.DataFrame(
+        [("x", "linear", "kmer", metric, 0.1 * i, 0.1 * i - 0.05, 0.1 * i + 0.05) for i, metric in enumerate(METRICS)],
+        columns=["cell_line", "model", "baseline", "metric", "difference", "lo", "hi"],
+    )
+    wide = with_paired_columns(table, paired)
+    columns = [f"{m}_diff_{b}{s}" for b in ("kmer", "distance") for m in METRICS for s in ("", "_lo", "_hi")]
+    assert list(wide.columns) == list(table.columns) + columns
+    assert wide.loc[0, ["auroc_diff_kmer", "auroc_diff_kmer_lo", "auroc_diff_kmer_hi"]].tolist() == [0.0, -0.05, 0.05]
+    assert wide.loc[0, "auprc_diff_kmer"] == pytest.approx(0.1)
+    assert wide.loc[[1, 2], columns].isna().all().all()  # baseline rows
+    assert wide.loc[[0, 3], [c for c in columns if "distance" in c]].isna().all().all()  # never compared
+    assert wide.loc[3, columns].isna().all()  # y has no paired rows
+    assert "auroc_diff_kmer" not in table.columns  # the input table is left as it was
+
+
+def test_markdown_marks_baselines_leaves_missing_values_empty_and_says_which_side_is_better():
+    summary = pd.DataFrame(
+        [
+            {**dict.fromkeys(EXISTING_COLUMNS), "cell_line": "x", "model": "linear", "kind": "transformer"}
+            | {"auroc": 0.9, "auroc_lo": 0.85, "auroc_hi": 0.95, "auprc": 0.7, "auprc_lo": 0.6, "auprc_hi": 0.8}
+            | {"f1": 0.61, "mcc": 0.42, "oracle_auroc": 0.97, "parameters": 999, "train_seconds": 41.6},
+            {**dict.fromkeys(EXISTING_COLUMNS), "cell_line": "x", "model": "kmer", "kind": "baseline"}
+            | {"auroc": 0.7, "auroc_lo": 0.6, "auroc_hi": 0.8, "auprc": 0.5, "auprc_lo": 0.4, "auprc_hi": 0.6}
+            | {"parameters": 273},
+        ]
+    )
+    paired = pd.DataFrame(
+        [
+            ("x", "linear", "kmer", "auroc", 0.2, 0.1, 0.3, 100, 7),
+            ("x", "linear", "kmer", "auprc", -0.2, -0.3, -0.1, 100, 7),
+        ],
+        columns=["cell_line", "model", "baseline", "metric", "difference", "lo", "hi", "resamples", "seed"],
+    )
+    lines = to_markdown(summary, paired).splitlines()
+    assert lines[2] == "| x | linear | 0.900 (0.850-0.950) | 0.700 (0.600-0.800) | 0.610 | 0.420 | 0.970 | 999 | 42 |"
+    assert lines[3] == "| x | kmer (baseline) | 0.700 (0.600-0.800) | 0.500 (0.400-0.600) |  |  |  | 273 |  |"
+    assert "100 paired bootstrap resamples (seed 7)" in "\n".join(lines)
+    assert lines[-1] == (
+        "| x | linear vs kmer | +0.200 [+0.100, +0.300] | yes: model better | -0.200 [-0.300, -0.100] | "
+        "yes: baseline better |"
+    )
+    assert "Transformer minus baseline" not in to_markdown(summary)  # no paired section without comparisons
 
 
 def test_summary_files_carry_the_paired_comparison(tmp_path):
@@ -225,51 +325,3 @@ def test_mismatched_test_pairs_stop_the_summary(tmp_path):
         write_summary(results, tmp_path / "s.tsv", tmp_path / "s.md", tmp_path / "p.tsv")
     assert str(results[0].predictions) in str(error.value) and str(results[1].predictions) in str(error.value)
     assert not (tmp_path / "s.tsv").exists()
-
-
-MODELS, BASELINES = ("linear", "softmax"), ("distance", "kmer", "propensity")
-
-
-def test_summary_rule_writes_the_paired_comparison(finished):
-    results = finished / "results"
-    config = yaml.safe_load((finished / "config" / "config.yaml").read_text())["evaluate"]
-    summary = pd.read_csv(results / "summary.tsv", sep="\t")
-    paired = pd.read_csv(results / "paired_comparison.tsv", sep="\t").set_index(
-        ["cell_line", "model", "baseline", "metric"]
-    )
-    assert len(paired) == 2 * len(MODELS) * len(BASELINES) * len(METRICS)
-    assert (paired["resamples"] == config["bootstrap"]).all() and (paired["seed"] == config["seed"]).all()
-    columns = [f"{m}_diff_{b}{s}" for b in BASELINES for m in METRICS for s in ("", "_lo", "_hi")]
-    assert set(columns) <= set(summary.columns)
-    assert summary.loc[summary["kind"] == "baseline", columns].isna().all().all()
-    markdown = (results / "summary.md").read_text()
-    for row in summary[summary["kind"] == "transformer"].itertuples():
-        model = pd.read_csv(results / row.cell_line / row.model / "predictions.tsv", sep="\t").set_index("pair_id")
-        for baseline in BASELINES:
-            other = pd.read_csv(results / row.cell_line / baseline / "predictions.tsv", sep="\t").set_index("pair_id")
-            other = other.loc[model.index]
-            labels, scores_a, scores_b = model["label"].to_numpy(), model["score"].to_numpy(), other["score"].to_numpy()
-            for name, metric in METRICS.items():
-                entry = paired.loc[(row.cell_line, row.model, baseline, name)]
-                difference = metric(labels, scores_a) - metric(labels, scores_b)
-                (low, high), kept = independent_paired_interval(
-                    labels, scores_a, scores_b, metric, config["bootstrap"], config["seed"]
-                )
-                for value, want in ((entry["difference"], difference), (entry["lo"], low), (entry["hi"], high)):
-                    assert value == pytest.approx(want, abs=1e-4)
-                assert entry["resamples_used"] == kept
-                assert getattr(row, f"{name}_diff_{baseline}") == pytest.approx(difference, abs=1e-4)
-                assert getattr(row, f"{name}_diff_{baseline}_lo") == pytest.approx(low, abs=1e-4)
-            assert f"| {row.cell_line} | {row.model} vs {baseline} |" in markdown
-
-
-def test_report_shows_the_paired_table_with_its_caption(finished, tmp_path):
-    from tests.test_workflow import report_file, report_results
-
-    run = snakemake(finished, "--report", str(tmp_path / "report.html"))
-    assert run.returncode == 0, run.stderr[-3000:]
-    entries = report_results((tmp_path / "report.html").read_text(errors="replace"))
-    entry = entries["results/paired_comparison.html"]
-    caption = re.sub("<[^>]+>", "", entry["caption"])
-    assert "paired" in caption and "excludes_zero" in caption and len(caption.split()) > 25
-    assert entry["data_uri"].startswith("data:text/html") and "<th>excludes_zero</th>" in report_file(entry)

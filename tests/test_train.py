@@ -16,7 +16,7 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 
 from epiformer.encode import encode_shards
 from epiformer.genome import Genome
-from epiformer.inference import load_trained_model, select_device
+from epiformer.inference import load_trained_model
 from epiformer.model import ModelConfig
 from epiformer.pairs import read_pairs
 from epiformer.runlog import setup_logging
@@ -61,7 +61,7 @@ def test_same_seed_gives_identical_weights(shard_dir, tmp_path):
     for run in ("a", "b"):
         train_model(shard_dir, TINY_MODEL, train_config(epochs=2), tmp_path / run, tmp_path / f"ckpt-{run}")
     a, b = load_file(str(tmp_path / "a" / "model.safetensors")), load_file(str(tmp_path / "b" / "model.safetensors"))
-    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert sorted(a) == sorted(b) and len(a) > 10 and all(torch.equal(a[k], b[k]) for k in a)
 
 
 KILLED_RUN = """
@@ -93,6 +93,7 @@ def test_a_killed_training_resumes_to_the_same_result(shard_dir, tmp_path):
     train_model(shard_dir, TINY_MODEL, config, tmp_path / "resumed", tmp_path / "ckpt")
     straight = load_file(str(tmp_path / "straight" / "model.safetensors"))
     resumed = load_file(str(tmp_path / "resumed" / "model.safetensors"))
+    assert sorted(straight) == sorted(resumed) and len(straight) > 10
     assert all(torch.equal(straight[k], resumed[k]) for k in straight)
     log = pd.read_csv(tmp_path / "resumed" / "train_log.tsv", sep="\t")
     assert log["epoch"].tolist() == [1, 2, 3]
@@ -101,9 +102,6 @@ def test_a_killed_training_resumes_to_the_same_result(shard_dir, tmp_path):
 def test_cuda_request_without_a_gpu_fails_at_once(shard_dir, tmp_path):
     if torch.cuda.is_available():
         pytest.skip("a GPU is present")
-    with pytest.raises(RuntimeError, match="no CUDA GPU"):
-        select_device("cuda")
-    assert select_device("auto") == torch.device("cpu")
     for devices in (1, 2):
         with pytest.raises(RuntimeError, match="no CUDA GPU"):
             train_model(
@@ -125,16 +123,6 @@ def test_training_reduces_the_loss(shard_dir, tmp_path):
     log = pd.read_csv(tmp_path / "o" / "train_log.tsv", sep="\t")
     assert log["train_loss"].iloc[-1] < log["train_loss"].iloc[0]
     assert np.isfinite(description["best_val_auprc"])
-
-
-def test_cpu_runs_in_float32_and_cuda_in_bf16_autocast():
-    from epiformer.inference import mixed_precision
-
-    with mixed_precision(torch.device("cpu")):
-        assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.float32
-    if torch.cuda.is_available():
-        with mixed_precision(torch.device("cuda")):
-            assert (torch.ones(2, 2, device="cuda") @ torch.ones(2, 2, device="cuda")).dtype == torch.bfloat16
 
 
 def test_compiled_training_saves_plain_weights(shard_dir, tmp_path):

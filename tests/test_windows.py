@@ -1,11 +1,21 @@
+"""epiformer.windows: the window rule, and the windows stage as the workflow runs it (build_windows):
+real files in, checked outputs or a clear error out."""
+
+from __future__ import annotations
+
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
 
+from epiformer.encode import encode_shards, one_hot
+from epiformer.genome import GenomeError
 from epiformer.pairs import PairsError
-from epiformer.splits import SplitSpec, assign_splits, split_audit
-from epiformer.windows import WindowSpec, make_windows, place_windows
-from tests.conftest import require_bedtools
+from epiformer.shards import load_split, unpack
+from epiformer.splits import SplitError, SplitSpec
+from epiformer.windows import WindowSpec, build_windows, make_windows, place_windows
+from tests.helpers import bedtools_getfasta, pairs_frame, require_bedtools
 
 
 def test_window_rule_centres_on_the_floor_midpoint():
@@ -23,22 +33,6 @@ def test_edges_shift_inside_or_drop():
     assert fits.tolist() == [False, False, True]
     _, fits = place_windows([10], [20], 100, [50], "shift")
     assert not fits.any()  # a chromosome shorter than the window always drops the pair
-
-
-def pairs_frame(rows):
-    columns = [
-        "enhancer_chrom",
-        "enhancer_start",
-        "enhancer_end",
-        "promoter_chrom",
-        "promoter_start",
-        "promoter_end",
-        "label",
-    ]
-    frame = pd.DataFrame(rows, columns=columns)
-    frame.insert(0, "pair_id", range(len(frame)))
-    frame.attrs.update(path="pairs.csv", header_lines=1)
-    return frame
 
 
 SIZES = {"chr1": 10_000, "chr2": 10_000, "chr3": 10_000, "chrS": 50}
@@ -76,49 +70,225 @@ def test_trans_pairs_need_allow_trans():
     assert len(windows) == 1
 
 
-def random_pairs(n=300, seed=0):
-    rng = np.random.default_rng(seed)
-    chroms = rng.choice(["chr1", "chr2", "chr3"], n)
-    e = rng.integers(0, 9000, n)
-    p = rng.integers(0, 9000, n)
-    return pairs_frame(list(zip(chroms, e, e + 200, chroms, p, p + 150, rng.integers(0, 2, n))))
+CHROM_LENGTH = 1_000
 
 
-def test_chromosome_split_and_audit_show_no_overlap():
+@pytest.fixture
+def genome(tmp_path):
+    """Three chromosomes with soft-masked stretches, N runs and IUPAC codes; 50 bases a line."""
+    rng = np.random.default_rng(3)
+    path = tmp_path / "genome.fa"
+    with open(path, "w") as handle:
+        for name in ("chr1", "chr2", "chr3"):
+            seq = list(rng.choice(list("ACGT"), CHROM_LENGTH))
+            seq[100:180] = [b.lower() for b in seq[100:180]]
+            seq[400:460] = "N" * 60
+            seq[700:705] = "RYKMS"
+            text = "".join(seq)
+            handle.write(f">{name}\n" + "".join(text[i : i + 50] + "\n" for i in range(0, len(text), 50)))
+    return path
+
+
+def pair_rows() -> list[tuple]:
+    """Pairs on every chromosome, with elements at both chromosome ends."""
+    rows = []
+    for chrom in ("chr1", "chr2", "chr3"):
+        rows += [
+            (chrom, 0, 30, chrom, 500, 560, 1),  # enhancer at the start: its window shifts right
+            (chrom, 960, 1000, chrom, 200, 240, 0),  # enhancer at the end: its window shifts left
+            (chrom, 120, 170, chrom, 980, 1000, 1),  # soft-masked enhancer, promoter at the end
+            (chrom, 380, 480, chrom, 690, 720, 0),  # windows over the N run and the IUPAC codes
+        ]
+    return rows
+
+
+def write_csv(path, rows, header=True):
+    text = "enhancer_chrom,enhancer_start,enhancer_end,promoter_chrom,promoter_start,promoter_end,label\n"
+    path.write_text((text if header else "") + "".join(",".join(map(str, r)) + "\n" for r in rows))
+    return path
+
+
+def write_bedpe(path, rows):
+    lines = [
+        f"{e}\t{es}\t{ee}\t{p}\t{ps}\t{pe}\tp{i}\t.\t.\t.\t{label}"
+        for i, (e, es, ee, p, ps, pe, label) in enumerate(rows)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+SPLIT = SplitSpec(val_chromosomes=("chr2",), test_chromosomes=("chr3",))
+
+
+DEFAULT_SPEC = WindowSpec(100, 80)
+
+
+def run_stage(tmp_path, pairs, genome, spec=DEFAULT_SPEC, split=SPLIT):
+    out = tmp_path / "out"
+    out.mkdir(exist_ok=True)
+    report = build_windows(
+        pairs, genome, spec, split, out / "windows.tsv", out / "split_audit.tsv", out / "windows_report.json"
+    )
+    return out, report
+
+
+@pytest.mark.parametrize("fmt", ["targetfinder", "bedpe"])
+def test_shards_hold_exactly_what_bedtools_getfasta_returns(genome, tmp_path, fmt):
     require_bedtools()
-    windows, _ = make_windows(random_pairs(), SIZES, WindowSpec(100, 100))
-    windows = assign_splits(windows, SplitSpec(val_chromosomes=("chr2",), test_chromosomes=("chr3",)))
-    assert set(windows.loc[windows.split == "test", "enhancer_chrom"]) == {"chr3"}
-    audit = split_audit(windows)
-    assert audit["overlapping_windows"].tolist() == [0, 0, 0]
-    assert audit["windows_a"].iloc[0] > 0
+    rows = pair_rows()
+    pairs = (write_csv if fmt == "targetfinder" else write_bedpe)(tmp_path / f"pairs.{fmt}", rows)
+    out, report = run_stage(tmp_path, pairs, genome, WindowSpec(100, 80, max_n_fraction=0.9))
+    assert report["pairs_kept"] == len(rows)
+    windows = pd.read_csv(out / "windows.tsv", sep="\t")
+    flank = 5
+    encode_shards(windows, genome, tmp_path / "shards", flank=flank, shard_size=5)
+    for split in ("train", "val", "test"):
+        data = load_split(tmp_path / "shards", split)
+        frame = windows.set_index("pair_id").loc[data.pair_id]
+        for element, length in data.lengths.items():
+            decoded = unpack(data.packed(element, np.arange(len(data))), length)
+            cores = [
+                (c, s, e)
+                for c, s, e in zip(frame[f"{element}_chrom"], frame[f"{element}_start"], frame[f"{element}_end"])
+            ]
+            for row, sequence in enumerate(bedtools_getfasta(genome, cores, tmp_path)):
+                np.testing.assert_array_equal(decoded[row, flank:-flank], one_hot([sequence.encode()])[0])
+                chrom, start, end = cores[row]
+                left = max(0, start - flank)
+                left_flank = "N" * (flank - (start - left)) + (
+                    bedtools_getfasta(genome, [(chrom, left, start)], tmp_path)[0] if left < start else ""
+                )
+                np.testing.assert_array_equal(decoded[row, :flank], one_hot([left_flank.encode()])[0])
+                right = min(CHROM_LENGTH, end + flank)
+                right_flank = bedtools_getfasta(genome, [(chrom, end, right)], tmp_path)[0] if end < right else ""
+                right_flank += "N" * (flank - (right - end))
+                np.testing.assert_array_equal(decoded[row, -flank:], one_hot([right_flank.encode()])[0])
 
 
-def brute_force_overlaps(windows, first, second):
-    def intervals(split):
-        part = windows[windows.split == split]
-        return {
-            (r[f"{e}_chrom"], r[f"{e}_start"], r[f"{e}_end"])
-            for _, r in part.iterrows()
-            for e in ("enhancer", "promoter")
-        }
-
-    b = intervals(second)
-    return sum(any(c == c2 and s < e2 and s2 < e for c2, s2, e2 in b) for c, s, e in intervals(first))
+def test_edge_windows_shift_inside_the_chromosome(genome, tmp_path):
+    out, _ = run_stage(tmp_path, write_csv(tmp_path / "p.csv", pair_rows()), genome)
+    windows = pd.read_csv(out / "windows.tsv", sep="\t")
+    assert windows["enhancer_start"].min() == 0 and windows["enhancer_end"].max() == CHROM_LENGTH
+    assert (windows["enhancer_end"] - windows["enhancer_start"] == 100).all()
 
 
-def test_random_split_is_stratified_and_its_audit_matches_brute_force():
+def test_mostly_n_windows_are_dropped_and_counted(genome, tmp_path):
+    rows = pair_rows() + [("chr1", 420, 440, "chr1", 800, 820, 1)]  # enhancer window 380-480: 60% N
+    out, report = run_stage(
+        tmp_path, write_csv(tmp_path / "p.csv", rows), genome, WindowSpec(100, 80, max_n_fraction=0.5)
+    )
+    assert report["dropped"]["enhancer_window_mostly_n"] == 4  # the new pair and one per chromosome
+    assert report["pairs_kept"] == len(rows) - 4
+    assert json.loads((out / "windows_report.json").read_text()) == report
+
+
+def good_rows():
+    return [(c, 100 + 200 * i, 150 + 200 * i, c, 600, 650, i % 2) for c in ("chr1", "chr2", "chr3") for i in range(2)]
+
+
+def replace_line(rows, line, text):
+    """CSV text of `rows` with 1-based file line `line` replaced."""
+    lines = ["enhancer_chrom,enhancer_start,enhancer_end,promoter_chrom,promoter_start,promoter_end,label"]
+    lines += [",".join(map(str, r)) for r in rows]
+    lines[line - 1] = text
+    return "\n".join(lines) + "\n"
+
+
+BAD_INPUTS = {
+    "missing column": (
+        replace_line(good_rows(), 1, "enhancer_chrom,enhancer_start,enhancer_end,promoter_chrom,promoter_start,label"),
+        PairsError,
+        ["line 1", "promoter_end", "Add them"],
+    ),
+    "non-integer coordinate": (
+        replace_line(good_rows(), 3, "chr1,3e2x,350,chr1,600,650,1"),
+        PairsError,
+        ["line 3", "'3e2x'", "non-negative integer"],
+    ),
+    "negative coordinate": (
+        replace_line(good_rows(), 4, "chr2,-100,150,chr2,600,650,0"),
+        PairsError,
+        ["line 4", "'-100'", "non-negative integer"],
+    ),
+    "start not below end": (
+        replace_line(good_rows(), 2, "chr1,150,150,chr1,600,650,0"),
+        PairsError,
+        ["line 2", "enhancer_start is 150", "below enhancer_end"],
+    ),
+    "unknown chromosome": (
+        replace_line(good_rows(), 5, "chr2,100,150,chrUn_1,600,650,0"),
+        PairsError,
+        ["line 5", "'chrUn_1'", "not in genome", "chr1, chr2, chr3"],
+    ),
+    "chr prefix": (
+        replace_line(good_rows(), 6, "chr2,100,150,3,600,650,0"),
+        PairsError,
+        ["line 6", "'3'", "'chr3'", "only the `chr` prefix differs"],
+    ),
+    "label not 0/1": (
+        replace_line(good_rows(), 7, "chr3,100,150,chr3,600,650,yes"),
+        PairsError,
+        ["line 7", "'yes'", "0 or 1"],
+    ),
+    "trans pair": (
+        replace_line(good_rows(), 2, "chr1,100,150,chr2,600,650,0"),
+        PairsError,
+        ["line 2", "different chromosomes", "allow_trans"],
+    ),
+    "empty table": (
+        "enhancer_chrom,enhancer_start,enhancer_end,promoter_chrom,promoter_start,promoter_end,label\n",
+        PairsError,
+        ["no pairs", "Add at least one"],
+    ),
+    "split without positives": (
+        replace_line(good_rows(), 7, "chr3,300,350,chr3,600,650,0"),
+        SplitError,
+        ["test split", "chr3", "no positives"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUTS))
+def test_bad_input_stops_with_file_line_value_and_leaves_no_output(genome, tmp_path, case):
+    text, error, fragments = BAD_INPUTS[case]
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text(text)
+    with pytest.raises(error) as raised:
+        run_stage(tmp_path, pairs, genome, WindowSpec(100, 80))
+    message = str(raised.value)
+    assert case == "split without positives" or str(pairs) in message
+    for fragment in fragments:
+        assert fragment in message, (fragment, message)
+    assert not any((tmp_path / "out").iterdir())
+
+
+def test_genome_of_another_build_fails_fast_with_a_hint(genome, tmp_path):
+    rows = [("chrX_random", 1, 50, "chrX_random", 300, 350, 1), ("NC_000001", 1, 50, "NC_000001", 300, 350, 0)]
+    pairs = write_csv(tmp_path / "p.csv", rows)
+    with pytest.raises(GenomeError, match=r"None of the chromosomes.*different builds or naming schemes"):
+        run_stage(tmp_path, pairs, genome)
+
+
+def test_duplicate_rows_are_dropped_and_counted(genome, tmp_path):
+    rows = good_rows()
+    out, report = run_stage(tmp_path, write_csv(tmp_path / "p.csv", rows + rows[:2]), genome)
+    assert report["dropped"]["duplicate_row"] == 2 and report["pairs_kept"] == len(rows)
+
+
+def test_audit_proves_chromosome_splits_clean_and_shows_the_random_leak(full_demo, tmp_path):
     require_bedtools()
-    windows, _ = make_windows(random_pairs(), SIZES, WindowSpec(100, 100))
-    windows = assign_splits(windows, SplitSpec(mode="random", test_fraction=0.2, val_fraction=0.1, seed=3))
-    rates = windows.groupby("split")["label"].mean()
-    assert rates.max() - rates.min() < 0.05
-    audit = split_audit(windows).set_index(["split_a", "split_b"])
-    assert audit.loc[("train", "test"), "overlapping_windows"] == brute_force_overlaps(windows, "train", "test") > 0
-
-
-def test_split_without_positives_names_the_split_and_chromosomes():
-    windows, _ = make_windows(random_pairs(), SIZES, WindowSpec(100, 100))
-    windows.loc[windows.enhancer_chrom == "chr3", "label"] = 0
-    with pytest.raises(ValueError, match=r"test split \(chromosomes chr3\) has no positives"):
-        assign_splits(windows, SplitSpec(val_chromosomes=("chr2",), test_chromosomes=("chr3",)))
+    spec = WindowSpec(256, 224)
+    out, report = run_stage(
+        tmp_path,
+        full_demo["demo_a"],
+        full_demo["genome"],
+        spec,
+        SplitSpec(val_chromosomes=("chr5",), test_chromosomes=("chr6",)),
+    )
+    audit = pd.read_csv(out / "split_audit.tsv", sep="\t")
+    assert audit[["overlapping_windows", "shared_elements"]].to_numpy().sum() == 0 and not report["leak_prone"]
+    out, report = run_stage(tmp_path, full_demo["demo_a"], full_demo["genome"], spec, SplitSpec(mode="random"))
+    audit = pd.read_csv(out / "split_audit.tsv", sep="\t").set_index(["split_a", "split_b"])
+    assert audit.loc[("train", "test"), "shared_elements"] > 100
+    assert audit.loc[("train", "test"), "overlapping_windows"] >= audit.loc[("train", "test"), "shared_elements"]
+    assert report["leak_prone"] and report["split_mode"] == "random"

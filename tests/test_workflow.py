@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 
 import pandas as pd
 import pytest
 import yaml
+from sklearn.metrics import average_precision_score, roc_auc_score
 
-from tests.conftest import REPO, snakemake, tiny_config
+from tests.helpers import (
+    REPO,
+    independent_paired_interval,
+    report_description,
+    report_file,
+    report_results,
+    snakemake,
+    tiny_config,
+)
 
 
 def test_every_output_exists_for_both_cell_lines_and_models(finished):
@@ -99,23 +107,6 @@ def test_windows_follow_the_design_rule(finished):
     centre = (pairs["enhancer_start"].to_numpy() + pairs["enhancer_end"].to_numpy()) // 2
     assert ((windows["enhancer_start"] == centre - 32) & (windows["enhancer_end"] == centre + 32)).all()
     assert set(windows.loc[windows.split == "test", "enhancer_chrom"]) == {"chr3"}
-
-
-def report_results(html: str) -> dict:
-    """The report's embedded table of results: path -> {caption, data_uri, labels, ...}."""
-    start = html.index("var results = ", html.index('<script id="results">')) + len("var results = ")
-    return json.JSONDecoder().raw_decode(html, start)[0]
-
-
-def report_file(entry: dict) -> str:
-    """The text of a file embedded in the report (its base64 data URI)."""
-    return base64.b64decode(entry["data_uri"].split(";base64,", 1)[1]).decode()
-
-
-def report_description(html: str) -> str:
-    """The report's landing-page text (workflow/report/workflow.rst rendered), tags removed."""
-    start = html.index("var workflow_desc = ") + len("var workflow_desc = ")
-    return re.sub("<[^>]+>", "", json.JSONDecoder().raw_decode(html, start)[0])
 
 
 def test_rerun_has_nothing_to_do_and_report_shows_every_figure_with_a_caption(finished):
@@ -255,3 +246,49 @@ def test_results_record_the_config_versions_and_genome_index_checksum(finished):
         description = json.loads((finished / "results" / cell / "linear" / "model.json").read_text())
         assert description["train"]["epochs"] == 1 and description["model"]["d_model"] == 16
         assert description["versions"]["epiformer"] and description["data_manifest_sha256"]
+
+
+PAIRED_METRICS = {"auroc": roc_auc_score, "auprc": average_precision_score}
+
+
+def test_summary_rule_writes_the_paired_comparison(finished):
+    results = finished / "results"
+    config = yaml.safe_load((finished / "config" / "config.yaml").read_text())["evaluate"]
+    summary = pd.read_csv(results / "summary.tsv", sep="\t")
+    paired = pd.read_csv(results / "paired_comparison.tsv", sep="\t").set_index(
+        ["cell_line", "model", "baseline", "metric"]
+    )
+    assert len(paired) == 2 * len(MODELS) * len(BASELINES) * len(PAIRED_METRICS)
+    assert (paired["resamples"] == config["bootstrap"]).all() and (paired["seed"] == config["seed"]).all()
+    columns = [f"{m}_diff_{b}{s}" for b in BASELINES for m in PAIRED_METRICS for s in ("", "_lo", "_hi")]
+    assert set(columns) <= set(summary.columns)
+    assert summary.loc[summary["kind"] == "baseline", columns].isna().all().all()
+    markdown = (results / "summary.md").read_text()
+    for row in summary[summary["kind"] == "transformer"].itertuples():
+        model = pd.read_csv(results / row.cell_line / row.model / "predictions.tsv", sep="\t").set_index("pair_id")
+        for baseline in BASELINES:
+            other = pd.read_csv(results / row.cell_line / baseline / "predictions.tsv", sep="\t").set_index("pair_id")
+            other = other.loc[model.index]
+            labels, scores_a, scores_b = model["label"].to_numpy(), model["score"].to_numpy(), other["score"].to_numpy()
+            for name, metric in PAIRED_METRICS.items():
+                entry = paired.loc[(row.cell_line, row.model, baseline, name)]
+                difference = metric(labels, scores_a) - metric(labels, scores_b)
+                (low, high), kept = independent_paired_interval(
+                    labels, scores_a, scores_b, metric, config["bootstrap"], config["seed"]
+                )
+                for value, want in ((entry["difference"], difference), (entry["lo"], low), (entry["hi"], high)):
+                    assert value == pytest.approx(want, abs=1e-4)
+                assert entry["resamples_used"] == kept
+                assert getattr(row, f"{name}_diff_{baseline}") == pytest.approx(difference, abs=1e-4)
+                assert getattr(row, f"{name}_diff_{baseline}_lo") == pytest.approx(low, abs=1e-4)
+            assert f"| {row.cell_line} | {row.model} vs {baseline} |" in markdown
+
+
+def test_report_shows_the_paired_table_with_its_caption(finished, tmp_path):
+    run = snakemake(finished, "--report", str(tmp_path / "report.html"))
+    assert run.returncode == 0, run.stderr[-3000:]
+    entries = report_results((tmp_path / "report.html").read_text(errors="replace"))
+    entry = entries["results/paired_comparison.html"]
+    caption = re.sub("<[^>]+>", "", entry["caption"])
+    assert "paired" in caption and "excludes_zero" in caption and len(caption.split()) > 25
+    assert entry["data_uri"].startswith("data:text/html") and "<th>excludes_zero</th>" in report_file(entry)

@@ -1,0 +1,236 @@
+"""Plain helpers and constants the test modules share; fixtures live in conftest.py.
+
+Test modules import from here only (never from one another, nor from conftest.py), so each
+reads on its own and a helper has one definition.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from epiformer.demo import DemoSpec
+from epiformer.encode import encode_shards
+from epiformer.genome import Genome
+from epiformer.pairs import read_pairs
+from epiformer.splits import SplitSpec, assign_splits
+from epiformer.windows import WindowSpec, make_windows
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+TINY_DEMO = DemoSpec(n_chromosomes=3, chromosome_length=200_000, positives_per_cell=60)
+TINY_MODEL = {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32, "patch_size": 4, "kernel_size": 8, "dropout": 0.0}
+# What a copy of the workflow needs beside config/: the rules and what they run, and the
+# docs/ table the scaling-reference rule reads.
+WORKFLOW_FILES = ("Snakefile", "workflow", "scripts", "envs", "docs/scaling_cpu.tsv")
+
+
+def require_bedtools() -> None:
+    if shutil.which("bedtools") is None:
+        pytest.fail("bedtools is not installed: run `sudo apt-get install -y bedtools` (make test does it as root)")
+
+
+def tiny_config() -> dict:
+    """config/config.yaml shrunk to run end to end in about a minute on two cores."""
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config["demo"].update(n_chromosomes=3, chromosome_length=200_000, positives_per_cell=60)
+    config["windows"].update(enhancer_width=64, promoter_width=48)
+    config["split"].update(val_chromosomes=["chr2"], test_chromosomes=["chr3"])
+    config["models"] = {name: {"attention": name, **TINY_MODEL} for name in ("linear", "softmax")}
+    config["train"].update(epochs=1, batch_size=16)
+    config["evaluate"]["bootstrap"] = 20
+    return config
+
+
+def write_config(folder: Path, config: dict) -> Path:
+    """A user's config/ in `folder`: `config` as config.yaml beside the checkout's sample sheet."""
+    (folder / "config").mkdir(parents=True, exist_ok=True)
+    (folder / "config" / "config.yaml").write_text(yaml.safe_dump(config))
+    shutil.copy(REPO / "config" / "samples.tsv", folder / "config" / "samples.tsv")
+    return folder
+
+
+def copy_workflow(folder: Path, config: dict) -> Path:
+    """A self-contained copy of the workflow in `folder` (WORKFLOW_FILES), configured by `config`."""
+    for name in WORKFLOW_FILES:
+        source, target = REPO / name, folder / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, target)
+    return write_config(folder, config)
+
+
+def snakemake(folder: Path, *args: str, cores: int = 2, timeout: int = 600) -> subprocess.CompletedProcess:
+    """`snakemake --cores N ARGS` run in `folder` by the interpreter running the tests, so with the same epiformer."""
+    return subprocess.run(
+        [*SNAKEMAKE, "--cores", str(cores), *args], cwd=folder, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def run_workflow(folder: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    """`snakemake(folder, *args)` that must succeed; a failure shows the end of Snakemake's log."""
+    run = snakemake(folder, *args, timeout=timeout)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-5000:]
+    return run
+
+
+def job_counts(dry_run_output: str) -> dict[str, int]:
+    """Rule -> number of jobs, from the `Job stats:` table of a dry run."""
+    table = dry_run_output.split("Job stats:", 1)[1].split("total", 1)[0]
+    return {rule: int(count) for rule, count in re.findall(r"^(\w+)\s+(\d+)$", table, flags=re.MULTILINE)}
+
+
+def report_results(html: str) -> dict:
+    """The Snakemake report's embedded table of results: path -> {caption, data_uri, labels, ...}."""
+    start = html.index("var results = ", html.index('<script id="results">')) + len("var results = ")
+    return json.JSONDecoder().raw_decode(html, start)[0]
+
+
+def report_file(entry: dict) -> str:
+    """The text of a file embedded in the report (its base64 data URI)."""
+    return base64.b64decode(entry["data_uri"].split(";base64,", 1)[1]).decode()
+
+
+def report_description(html: str) -> str:
+    """The report's landing-page text (workflow/report/workflow.rst rendered), tags removed."""
+    start = html.index("var workflow_desc = ") + len("var workflow_desc = ")
+    return re.sub("<[^>]+>", "", json.JSONDecoder().raw_decode(html, start)[0])
+
+
+def windows_frame(rows, split: str = "train") -> pd.DataFrame:
+    """A windows.tsv table of (enhancer chrom, start, end, promoter chrom, start, end) rows; labels alternate."""
+    frame = pd.DataFrame(
+        rows,
+        columns=[
+            "enhancer_chrom",
+            "enhancer_start",
+            "enhancer_end",
+            "promoter_chrom",
+            "promoter_start",
+            "promoter_end",
+        ],
+    )
+    frame.insert(0, "pair_id", range(len(frame)))
+    frame.insert(1, "label", [i % 2 for i in range(len(frame))])
+    frame.insert(2, "split", split)
+    centres = {e: (frame[f"{e}_start"] + frame[f"{e}_end"]) // 2 for e in ("enhancer", "promoter")}
+    frame.insert(3, "distance", (centres["enhancer"] - centres["promoter"]).abs())  # as windows.tsv has it
+    return frame
+
+
+def clean_bases(sequence: str) -> str:
+    """A sequence as the package reads it: upper case, every base other than ACGT an N."""
+    return "".join(base if base in "ACGT" else "N" for base in sequence.upper())
+
+
+def bedtools_getfasta(fasta: Path, intervals, folder: Path) -> list[str]:
+    """`bedtools getfasta` of (chrom, start, end) intervals, 0-based half-open, as clean_bases."""
+    bed = folder / "getfasta.bed"
+    bed.write_text("".join(f"{chrom}\t{start}\t{end}\n" for chrom, start, end in intervals))
+    out = subprocess.run(
+        ["bedtools", "getfasta", "-fi", str(fasta), "-bed", str(bed), "-tab"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return [clean_bases(line.split("\t")[1]) for line in out.splitlines()]
+
+
+def windows_and_shards(demo: dict, cell: str, split: SplitSpec, out: Path, widths=(64, 48), flank: int = 4) -> Path:
+    """windows.tsv and shards/ of one demo cell line under `out`, the way the windows and encode rules make them."""
+    genome = Genome(demo["genome"])
+    windows, _ = make_windows(read_pairs(demo[cell]), genome.sizes, WindowSpec(*widths), genome)
+    windows = assign_splits(windows, split)
+    out.mkdir(parents=True, exist_ok=True)
+    windows.to_csv(out / "windows.tsv", sep="\t", index=False)
+    encode_shards(
+        windows,
+        demo["genome"],
+        out / "shards",
+        flank=flank,
+        shard_size=64,
+        split_report={"split_mode": split.mode, "leak_prone": split.leak_prone},
+    )
+    return out
+
+
+def tensor_shapes_during(run: Callable[[], object]) -> list[tuple[str, tuple[int, ...]]]:
+    """(operator, shape) of every tensor that a PyTorch operator takes or returns while `run()` runs.
+
+    Recorded below autograd (a `TorchDispatchMode`), so the backward pass's operators and
+    the tensors autograd saves for it are seen too, whatever Python code called them.
+    """
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    class RecordShapes(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.shapes = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for value in tree_flatten((args, kwargs, out))[0]:
+                if isinstance(value, torch.Tensor):
+                    self.shapes.append((str(func), tuple(value.shape)))
+            return out
+
+    with RecordShapes() as recorder:
+        run()
+    return recorder.shapes
+
+
+def quadratic_tensors(shapes, length: int) -> list[tuple[str, tuple[int, ...]]]:
+    """The entries of `shapes` that could hold a length x length matrix: two dimensions >= length,
+    or at least length ** 2 elements."""
+    return [
+        (op, shape) for op, shape in shapes if sum(d >= length for d in shape) >= 2 or math.prod(shape) >= length**2
+    ]
+
+
+def shared_difficulty(n: int = 400, seed: int = 0):
+    """Labels, a baseline's scores and a model's: the model adds a little signal to what the baseline sees."""
+    rng = np.random.default_rng(seed)
+    labels = (rng.random(n) < 0.3).astype(int)
+    baseline = rng.normal(0, 1, n) + labels
+    model = baseline + 0.4 * labels + rng.normal(0, 0.1, n)
+    return labels, model, baseline
+
+
+def independent_paired_interval(labels, scores_a, scores_b, metric, resamples, seed):
+    """The paired percentile interval of `metric(a) - metric(b)`, recomputed apart from epiformer.metrics:
+    one seeded row draw per resample, both scored on it; ((lo, hi), resamples that held both classes)."""
+    rng = np.random.default_rng(seed)
+    draws = [rng.integers(0, len(labels), len(labels)) for _ in range(resamples)]
+    kept = [rows for rows in draws if 0 < labels[rows].sum() < len(rows)]
+    differences = [metric(labels[rows], scores_a[rows]) - metric(labels[rows], scores_b[rows]) for rows in kept]
+    return np.percentile(differences, [2.5, 97.5]), len(kept)
+
+
+def pairs_frame(rows) -> pd.DataFrame:
+    """A pairs table as read_pairs returns it; rows are (enhancer chrom, start, end, promoter ..., label)."""
+    columns = [
+        "enhancer_chrom",
+        "enhancer_start",
+        "enhancer_end",
+        "promoter_chrom",
+        "promoter_start",
+        "promoter_end",
+        "label",
+    ]
+    frame = pd.DataFrame(rows, columns=columns)
+    frame.insert(0, "pair_id", range(len(frame)))
+    frame.attrs.update(path="pairs.csv", header_lines=1)
+    return frame
