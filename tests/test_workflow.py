@@ -161,7 +161,9 @@ def report_calls(text: str) -> list[str]:
 def test_every_report_item_has_labels():
     # The report lists a category by its items' labels, and by raw file paths as soon as one lacks them.
     calls = {path.name: report_calls(path.read_text()) for path in (REPO / "workflow" / "rules").glob("*.smk")}
-    assert sum(map(len, calls.values())) >= 12
+    # Every figure rule and every report table: 6 figure rules, scaling, and 4 HTML tables; a
+    # parser that stopped finding the calls would pass the loop below having checked nothing.
+    assert sum(map(len, calls.values())) >= 11
     for name, arguments in calls.items():
         for argument in arguments:
             assert "labels=" in argument and "caption=" in argument, (name, argument)
