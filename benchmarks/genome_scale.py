@@ -50,7 +50,7 @@ from epiformer.windows import WindowSpec, build_windows
 pairs, genome, enhancer, promoter, out = sys.argv[1:6]
 build_windows(pairs, genome, WindowSpec(int(enhancer), int(promoter)),
               SplitSpec(val_chromosomes=("chr7", "chr10"), test_chromosomes=("chr8", "chr9")),
-              f"{out}/windows.tsv", f"{out}/split_audit.tsv", f"{out}/windows_report.json")
+              f"{out}/windows.tsv", f"{out}/split_audit.tsv", f"{out}/windows_stats.json")
 """,
 }
 

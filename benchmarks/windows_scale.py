@@ -25,7 +25,7 @@ from epiformer.windows import WindowSpec, build_windows
 folder = sys.argv[1]
 report = build_windows(f"{folder}/pairs.csv", f"{folder}/genome.fa", WindowSpec(3000, 2000),
                        SplitSpec(val_chromosomes=("chr5",), test_chromosomes=("chr6",)),
-                       f"{folder}/windows.tsv", f"{folder}/split_audit.tsv", f"{folder}/windows_report.json")
+                       f"{folder}/windows.tsv", f"{folder}/split_audit.tsv", f"{folder}/windows_stats.json")
 print(report)
 """
 

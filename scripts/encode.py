@@ -16,7 +16,7 @@ manifest = encode_shards(
     flank=snakemake.params.flank,
     shard_size=snakemake.params.shard_size,
     pairs_sha256=sha256_file(snakemake.input.pairs),
-    split_report=json.loads(Path(snakemake.input.report).read_text()),
+    windows_stats=json.loads(Path(snakemake.input.stats).read_text()),
     workers=snakemake.threads,
 )
 log.info("Wrote %d shards for %d pairs", len(manifest["shards"]), sum(s["rows"] for s in manifest["shards"]))

@@ -12,5 +12,5 @@ build_windows(
     SplitSpec.from_config(snakemake.params.split),
     snakemake.output.windows,
     snakemake.output.audit,
-    snakemake.output.report,
+    snakemake.output.stats,
 )

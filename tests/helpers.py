@@ -160,7 +160,7 @@ def windows_and_shards(demo: dict, cell: str, split: SplitSpec, out: Path, width
         out / "shards",
         flank=flank,
         shard_size=64,
-        split_report={"split_mode": split.mode, "leak_prone": split.leak_prone},
+        windows_stats={"split_mode": split.mode, "leak_prone": split.leak_prone},
     )
     return out
 

@@ -93,7 +93,7 @@ def shard_dir(tmp_path_factory):
     )
     spec = {"enhancer_width": 24, "promoter_width": 20, "edge": "shift", "allow_trans": False, "max_n_fraction": 0.5}
     out = tmp_path_factory.mktemp("shards")
-    encode_shards(windows, fasta, out, flank=4, shard_size=16, split_report={"windows": spec})
+    encode_shards(windows, fasta, out, flank=4, shard_size=16, windows_stats={"windows": spec})
     return out
 
 

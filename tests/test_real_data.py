@@ -69,7 +69,7 @@ def test_a_short_real_data_training_runs_and_writes_metrics(tmp_path):
         folder, "-s", str(REPO / "Snakefile"), *targets, "--configfile", str(OVERLAY), str(tmp_path / "short.yaml")
     )
     results = tmp_path / "results" / "IMR90"
-    report = json.loads((results / "windows_report.json").read_text())
+    report = json.loads((results / "windows_stats.json").read_text())
     assert report["pairs_in"] == 1683 and report["pairs_kept"] == 1683  # 200-bp windows: every base is real
     assert report["splits"]["test"]["pairs"] > 100
     log = pd.read_csv(results / "linear" / "train_log.tsv", sep="\t")

@@ -47,10 +47,10 @@ def test_make_windows_counts_every_dropped_pair():
             ("chr2", 9990, 9999, "chr2", 100, 200, 0),
         ]
     )
-    windows, report = make_windows(pairs, SIZES, WindowSpec(100, 80, edge="drop"))
+    windows, stats = make_windows(pairs, SIZES, WindowSpec(100, 80, edge="drop"))
     assert windows["pair_id"].tolist() == [0]
-    assert report.dropped["duplicate_row"] == 1
-    assert report.dropped["enhancer_window_off_chromosome"] == 2
+    assert stats.dropped["duplicate_row"] == 1
+    assert stats.dropped["enhancer_window_off_chromosome"] == 2
     row = windows.iloc[0]
     assert (row.enhancer_start, row.enhancer_end, row.promoter_start, row.promoter_end) == (1050, 1150, 5010, 5090)
     assert row.distance == abs(1100 - 5050)
@@ -126,10 +126,10 @@ DEFAULT_SPEC = WindowSpec(100, 80)
 def run_stage(tmp_path, pairs, genome, spec=DEFAULT_SPEC, split=SPLIT):
     out = tmp_path / "out"
     out.mkdir(exist_ok=True)
-    report = build_windows(
-        pairs, genome, spec, split, out / "windows.tsv", out / "split_audit.tsv", out / "windows_report.json"
+    stats = build_windows(
+        pairs, genome, spec, split, out / "windows.tsv", out / "split_audit.tsv", out / "windows_stats.json"
     )
-    return out, report
+    return out, stats
 
 
 @pytest.mark.parametrize("fmt", ["targetfinder", "bedpe"])
@@ -137,8 +137,8 @@ def test_shards_hold_exactly_what_bedtools_getfasta_returns(genome, tmp_path, fm
     require_bedtools()
     rows = pair_rows()
     pairs = (write_csv if fmt == "targetfinder" else write_bedpe)(tmp_path / f"pairs.{fmt}", rows)
-    out, report = run_stage(tmp_path, pairs, genome, WindowSpec(100, 80, max_n_fraction=0.9))
-    assert report["pairs_kept"] == len(rows)
+    out, stats = run_stage(tmp_path, pairs, genome, WindowSpec(100, 80, max_n_fraction=0.9))
+    assert stats["pairs_kept"] == len(rows)
     windows = pd.read_csv(out / "windows.tsv", sep="\t")
     flank = 5
     encode_shards(windows, genome, tmp_path / "shards", flank=flank, shard_size=5)
@@ -174,12 +174,12 @@ def test_edge_windows_shift_inside_the_chromosome(genome, tmp_path):
 
 def test_mostly_n_windows_are_dropped_and_counted(genome, tmp_path):
     rows = pair_rows() + [("chr1", 420, 440, "chr1", 800, 820, 1)]  # enhancer window 380-480: 60% N
-    out, report = run_stage(
+    out, stats = run_stage(
         tmp_path, write_csv(tmp_path / "p.csv", rows), genome, WindowSpec(100, 80, max_n_fraction=0.5)
     )
-    assert report["dropped"]["enhancer_window_mostly_n"] == 4  # the new pair and one per chromosome
-    assert report["pairs_kept"] == len(rows) - 4
-    assert json.loads((out / "windows_report.json").read_text()) == report
+    assert stats["dropped"]["enhancer_window_mostly_n"] == 4  # the new pair and one per chromosome
+    assert stats["pairs_kept"] == len(rows) - 4
+    assert json.loads((out / "windows_stats.json").read_text()) == stats
 
 
 def good_rows():
@@ -271,14 +271,14 @@ def test_genome_of_another_build_fails_fast_with_a_hint(genome, tmp_path):
 
 def test_duplicate_rows_are_dropped_and_counted(genome, tmp_path):
     rows = good_rows()
-    out, report = run_stage(tmp_path, write_csv(tmp_path / "p.csv", rows + rows[:2]), genome)
-    assert report["dropped"]["duplicate_row"] == 2 and report["pairs_kept"] == len(rows)
+    out, stats = run_stage(tmp_path, write_csv(tmp_path / "p.csv", rows + rows[:2]), genome)
+    assert stats["dropped"]["duplicate_row"] == 2 and stats["pairs_kept"] == len(rows)
 
 
 def test_audit_proves_chromosome_splits_clean_and_shows_the_random_leak(full_demo, tmp_path):
     require_bedtools()
     spec = WindowSpec(256, 224)
-    out, report = run_stage(
+    out, stats = run_stage(
         tmp_path,
         full_demo["demo_a"],
         full_demo["genome"],
@@ -286,9 +286,9 @@ def test_audit_proves_chromosome_splits_clean_and_shows_the_random_leak(full_dem
         SplitSpec(val_chromosomes=("chr5",), test_chromosomes=("chr6",)),
     )
     audit = pd.read_csv(out / "split_audit.tsv", sep="\t")
-    assert audit[["overlapping_windows", "shared_elements"]].to_numpy().sum() == 0 and not report["leak_prone"]
-    out, report = run_stage(tmp_path, full_demo["demo_a"], full_demo["genome"], spec, SplitSpec(mode="random"))
+    assert audit[["overlapping_windows", "shared_elements"]].to_numpy().sum() == 0 and not stats["leak_prone"]
+    out, stats = run_stage(tmp_path, full_demo["demo_a"], full_demo["genome"], spec, SplitSpec(mode="random"))
     audit = pd.read_csv(out / "split_audit.tsv", sep="\t").set_index(["split_a", "split_b"])
     assert audit.loc[("train", "test"), "shared_elements"] > 100
     assert audit.loc[("train", "test"), "overlapping_windows"] >= audit.loc[("train", "test"), "shared_elements"]
-    assert report["leak_prone"] and report["split_mode"] == "random"
+    assert stats["leak_prone"] and stats["split_mode"] == "random"

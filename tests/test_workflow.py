@@ -241,7 +241,7 @@ def test_results_record_the_config_versions_and_genome_index_checksum(finished):
     from epiformer.fileio import sha256_file
 
     for cell in ("demo_a", "demo_b"):
-        report = json.loads((finished / "results" / cell / "windows_report.json").read_text())
+        report = json.loads((finished / "results" / cell / "windows_stats.json").read_text())
         assert report["inputs"]["genome_index_sha256"] == sha256_file(finished / "resources/demo/genome.fa.fai")
         assert report["inputs"]["pairs_sha256"] and report["split_config"]["test_chromosomes"] == ["chr3"]
         assert report["windows"]["enhancer_width"] == 64 and report["versions"]["torch"]

@@ -13,7 +13,7 @@ Stored layout (the one place it is defined; `epiformer.shards` reads it back):
   are given the pair's genomic distance.
 
 `manifest.json` lists format version, the window spec once (`windows`: widths, edge, N
-filter, trans pairs, from the windows report), the flank, channel order, packing, every
+filter, trans pairs, from the windows stats), the flank, channel order, packing, every
 shard with its row and label counts and SHA-256, and the checksums of the inputs. Every
 file is written to a temporary name and renamed, so a killed job leaves nothing that looks
 done.
@@ -158,7 +158,7 @@ def clear_previous_run(outdir: Path) -> None:
 
 
 def window_spec_of(windows: pd.DataFrame, spec: dict | None) -> dict:
-    """The windows' WindowSpec (as the windows report records it), checked against the table's widths.
+    """The windows' WindowSpec (as the windows stats records it), checked against the table's widths.
 
     Without a report (a windows table made in Python), the spec is the widths alone.
     """
@@ -167,7 +167,7 @@ def window_spec_of(windows: pd.DataFrame, spec: dict | None) -> dict:
         widths = (windows[f"{element}_end"] - windows[f"{element}_start"]).unique()
         if len(widths) != 1 or spec.get(f"{element}_width", widths[0]) != widths[0]:
             raise ValueError(
-                f"The {element} windows are {sorted(int(w) for w in widths)} bp wide, but the windows report "
+                f"The {element} windows are {sorted(int(w) for w in widths)} bp wide, but the windows stats "
                 f"says {spec.get(f'{element}_width')}: every window of an element has the spec's one width. "
                 "Re-run the windows stage."
             )
@@ -182,7 +182,7 @@ def encode_shards(
     flank: int,
     shard_size: int,
     pairs_sha256: str = "",
-    split_report: dict | None = None,
+    windows_stats: dict | None = None,
     workers: int = 1,
 ) -> dict:
     """Write every split's shards and `manifest.json` under `outdir`; returns the manifest.
@@ -190,7 +190,7 @@ def encode_shards(
     The manifest is written last, so a folder without one is never mistaken for finished;
     a re-run first clears what an interrupted run left. `workers` processes encode shards
     in parallel, each with its own genome handle; the bytes do not depend on `workers`.
-    `split_report` is the windows report (or any dict with `split_mode` and `leak_prone`);
+    `windows_stats` is the windows stats (or any dict with `split_mode` and `leak_prone`);
     its split mode and window settings (`windows`) travel in the manifest to the model and metrics.
     """
     outdir = Path(outdir)
@@ -208,7 +208,7 @@ def encode_shards(
         else:
             entries = [encode_one_shard(genome, job, outdir, flank) for job in progress(jobs, len(jobs), "shards")]
         genome_sha256 = genome.index_sha256()
-    spec = window_spec_of(windows, (split_report or {}).get("windows"))
+    spec = window_spec_of(windows, (windows_stats or {}).get("windows"))
     manifest = {
         "format_version": SHARD_FORMAT,
         "epiformer_version": __version__,
@@ -217,8 +217,8 @@ def encode_shards(
         "windows": spec,  # the WindowSpec: widths, edge, N filter, trans pairs; model.json copies it
         "flank": flank,  # bases stored beyond each window, the most training may shift it
         "split": {
-            "mode": (split_report or {}).get("split_mode", "chromosome"),
-            "leak_prone": bool((split_report or {}).get("leak_prone", False)),
+            "mode": (windows_stats or {}).get("split_mode", "chromosome"),
+            "leak_prone": bool((windows_stats or {}).get("leak_prone", False)),
         },
         "shards": entries,
         "inputs": {"pairs_sha256": pairs_sha256, "genome_index_sha256": genome_sha256},

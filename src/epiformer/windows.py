@@ -4,7 +4,7 @@ Window rule (0-based, half-open): for an element [s, e) and width W,
 `center = (s + e) // 2`, `start = center - W // 2`, `end = start + W`. A window that crosses
 a chromosome end is shifted inside it (`edge="shift"`) or its pair dropped
 (`edge="drop"`); a chromosome shorter than W always drops the pair. Every dropped pair is
-counted by reason (and `WindowReport.dropped_ids` lists their pair ids); nothing is lost
+counted by reason (and `WindowStats.dropped_ids` lists their pair ids); nothing is lost
 silently.
 
 Pairs whose enhancer or promoter window is more than `max_n_fraction` N are dropped too.
@@ -12,7 +12,7 @@ Pairs whose enhancer or promoter window is more than `max_n_fraction` N are drop
 `windows.tsv` columns: pair_id, label, split, distance, enhancer_chrom, enhancer_start,
 enhancer_end, promoter_chrom, promoter_start, promoter_end (window coordinates; distance is
 |enhancer centre - promoter centre| of the windows, -1 for pairs across chromosomes).
-`windows_report.json`: pairs in, kept, dropped by reason, split mode, pairs and positives
+`windows_stats.json`: pairs in, kept, dropped by reason, split mode, pairs and positives
 per split, and the window settings (`windows`: the WindowSpec), which travel on through the
 shard manifest into model.json so that scoring new pairs places windows the same way.
 """
@@ -54,7 +54,7 @@ class WindowSpec:
 
 
 @dataclass
-class WindowReport:
+class WindowStats:
     pairs_in: int = 0
     dropped: Counter = field(default_factory=Counter)
     dropped_ids: dict[str, np.ndarray] = field(default_factory=dict)  # reason -> pair ids, int64 [n]
@@ -127,21 +127,21 @@ def make_windows(
     spec: WindowSpec,
     genome: Genome | None = None,
     drop_duplicates: bool = True,
-) -> tuple[pd.DataFrame, WindowReport]:
-    """Windows for every pair that fits; the report counts the pairs dropped, by reason.
+) -> tuple[pd.DataFrame, WindowStats]:
+    """Windows for every pair that fits; the stats count the pairs dropped, by reason.
 
     With `genome`, pairs whose enhancer or promoter window is more than
     `spec.max_n_fraction` N are dropped as well. Exact duplicate rows are dropped for
     training; scoring keeps them (`drop_duplicates=False`) so every input row gets a score.
     """
     check_chromosomes(pairs, sizes, f"genome {genome.path}" if genome is not None else "the genome")
-    report = WindowReport(pairs_in=len(pairs))
+    stats = WindowStats(pairs_in=len(pairs))
     if drop_duplicates:
         duplicated = pairs.duplicated(subset=[c for c in pairs.columns if c != "pair_id"])
     else:
         duplicated = pd.Series(False, index=pairs.index)
-    report.dropped["duplicate_row"] = int(duplicated.sum())
-    report.dropped_ids["duplicate_row"] = pairs["pair_id"].to_numpy()[duplicated.to_numpy()]
+    stats.dropped["duplicate_row"] = int(duplicated.sum())
+    stats.dropped_ids["duplicate_row"] = pairs["pair_id"].to_numpy()[duplicated.to_numpy()]
     if duplicated.any():
         log.info("Dropped %d exact duplicate rows", int(duplicated.sum()))
     pairs = pairs[~duplicated]
@@ -164,8 +164,8 @@ def make_windows(
         starts, fits = place_windows(
             pairs[f"{element}_start"], pairs[f"{element}_end"], spec.width(element), chrom_sizes, spec.edge
         )
-        report.dropped[f"{element}_window_off_chromosome"] = int((keep & ~fits).sum())
-        report.dropped_ids[f"{element}_window_off_chromosome"] = out["pair_id"].to_numpy()[keep & ~fits]
+        stats.dropped[f"{element}_window_off_chromosome"] = int((keep & ~fits).sum())
+        stats.dropped_ids[f"{element}_window_off_chromosome"] = out["pair_id"].to_numpy()[keep & ~fits]
         keep &= fits
         out[f"{element}_chrom"], out[f"{element}_start"], out[f"{element}_end"] = (
             chroms,
@@ -176,13 +176,13 @@ def make_windows(
         for element in ELEMENTS:
             too_many_n = np.zeros(len(out), dtype=bool)
             too_many_n[keep] = n_fraction(genome, out[keep], element) > spec.max_n_fraction
-            report.dropped[f"{element}_window_mostly_n"] = int(too_many_n.sum())
-            report.dropped_ids[f"{element}_window_mostly_n"] = out["pair_id"].to_numpy()[too_many_n]
+            stats.dropped[f"{element}_window_mostly_n"] = int(too_many_n.sum())
+            stats.dropped_ids[f"{element}_window_mostly_n"] = out["pair_id"].to_numpy()[too_many_n]
             keep &= ~too_many_n
     centers = {e: (out[f"{e}_start"] + out[f"{e}_end"]) // 2 for e in ELEMENTS}
     out["distance"] = (centers["enhancer"] - centers["promoter"]).abs().where(~trans, -1)
     out["split"] = ""
-    return out[keep].reset_index(drop=True)[WINDOW_COLUMNS], report
+    return out[keep].reset_index(drop=True)[WINDOW_COLUMNS], stats
 
 
 def n_fraction(genome: Genome, windows: pd.DataFrame, element: str, chunk: int = 20_000) -> np.ndarray:
@@ -196,20 +196,20 @@ def n_fraction(genome: Genome, windows: pd.DataFrame, element: str, chunk: int =
 
 
 def build_windows(
-    pairs_path, genome_path, window_spec: WindowSpec, split_spec: SplitSpec, windows_path, audit_path, report_path
+    pairs_path, genome_path, window_spec: WindowSpec, split_spec: SplitSpec, windows_path, audit_path, stats_path
 ) -> dict:
     """The whole windows stage: read and check pairs, place windows, split, audit, write.
 
     Outputs are written only once everything has succeeded, each atomically, so a bad
-    input leaves no output behind. Returns the report.
+    input leaves no output behind. Returns what windows_stats.json holds.
     """
     pairs = read_pairs(pairs_path)
     log.info("Read %d pairs (%s) from %s", len(pairs), pairs.attrs["format"], pairs_path)
     with Genome(genome_path) as genome:
-        windows, report = make_windows(pairs, genome.sizes, window_spec, genome)
+        windows, stats = make_windows(pairs, genome.sizes, window_spec, genome)
     windows = assign_splits(windows, split_spec)
     summary = {
-        **report.as_dict(windows, split_spec),
+        **stats.as_dict(windows, split_spec),
         "windows": asdict(window_spec),
         "split_config": json.loads(json.dumps(asdict(split_spec))),
         "inputs": input_record(pairs_path, genome_path),
@@ -222,5 +222,5 @@ def build_windows(
     log.info("Split audit:\n%s", audit.to_string(index=False))
     atomic_write_text(windows_path, windows.to_csv(sep="\t", index=False))
     atomic_write_text(audit_path, audit.to_csv(sep="\t", index=False))
-    atomic_write_text(report_path, json.dumps(summary, indent=2))
+    atomic_write_text(stats_path, json.dumps(summary, indent=2))
     return summary

@@ -1,7 +1,7 @@
 rule encode:
     input:
         windows="results/{cell}/windows.tsv",
-        report="results/{cell}/windows_report.json",
+        stats="results/{cell}/windows_stats.json",
         genome=get_genome,
         fai=get_genome_index,
         pairs=get_pairs,

@@ -27,7 +27,7 @@ rule windows:
     output:
         windows="results/{cell}/windows.tsv",
         audit="results/{cell}/split_audit.tsv",  # in the report as split_audit.html (report.smk)
-        report="results/{cell}/windows_report.json",
+        stats="results/{cell}/windows_stats.json",
     log:
         "logs/{cell}/windows.log",
     benchmark:
