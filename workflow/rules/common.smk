@@ -120,7 +120,7 @@ def get_truth(cell):
 
 
 def all_outputs():
-    """What `rule all` asks for (called after every rule file is included: it uses their lists)."""
+    """The targets of `all`, the default (called once every rule file is included, as it uses their lists)."""
     return [
         expand("results/{cell}/{model}/metrics.json", cell=CELL_LINES, model=EVALUATED),
         expand("results/plots/{cell}/{figure}.png", cell=CELL_LINES, figure=list(TEST_SET_FIGURE_LABELS)),
