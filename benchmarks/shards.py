@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from epiformer.batches import PairBatches, batch_loader
-from epiformer.constants import SHARD_FORMAT
+from epiformer.constants import ALPHABET, SHARD_FORMAT
 from epiformer.encode import one_hot, pack_codes, pack_one_hot, write_shard
 from epiformer.model import EPITransformer, ModelConfig
 from epiformer.shards import load_split
@@ -63,11 +63,12 @@ def write_random_shards(folder: Path, shards: int, rows: int) -> None:
     entries = []
     for number in range(shards):
         tensors = {
-            e: pack_one_hot(one_hot(np.frombuffer(b"ACGT", np.uint8)[rng.integers(0, 4, (rows, n))]))
+            e: pack_one_hot(one_hot(np.frombuffer(ALPHABET.encode(), np.uint8)[rng.integers(0, 4, (rows, n))]))
             for e, n in lengths.items()
         }
         tensors["label"] = (rng.random(rows) < 0.25).astype(np.uint8)
         tensors["pair_id"] = np.arange(number * rows, (number + 1) * rows, dtype=np.int64)
+        tensors["distance"] = rng.integers(1_000, 1_000_000, rows, dtype=np.int64)
         relative = f"train/shard-{number:05d}.safetensors"
         (folder / "train").mkdir(parents=True, exist_ok=True)
         entries.append(

@@ -8,6 +8,9 @@ from epiformer.train import train_model
 
 log = setup_logging(snakemake.log[0])
 train_config = TrainConfig(**snakemake.params.train, reverse_complement=snakemake.params.reverse_complement)
+if snakemake.threads < train_config.threads * train_config.devices:  # Snakemake gave fewer (--cores, --set-threads)
+    train_config.threads = max(1, snakemake.threads // train_config.devices)
+    log.warning("The job got %d threads: %d per training process.", snakemake.threads, train_config.threads)
 shards = snakemake.input.shards  # one folder, or a pooled model's list of them
 description = train_model(
     shards if isinstance(shards, str) else [str(folder) for folder in shards],

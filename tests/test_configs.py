@@ -12,10 +12,14 @@ import pytest
 import yaml
 
 from epiformer.batches import PairBatches
-from epiformer.configs import ModelConfig, TrainConfig
+from epiformer.configs import ATTENTIONS, ModelConfig, TrainConfig
+from epiformer.constants import BASELINES
+from epiformer.demo import DemoSpec
 from epiformer.encode import encode_shards
 from epiformer.shards import load_manifest, load_split
+from epiformer.splits import SplitSpec
 from epiformer.train import train_model
+from epiformer.windows import WindowSpec
 from tests.helpers import REPO, TINY_MODEL, snakemake
 
 SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())["properties"]
@@ -43,10 +47,30 @@ def test_train_defaults_are_the_schema_defaults():
     assert {key: fields[key] for key in schema} == schema
 
 
+@pytest.mark.parametrize(
+    "spec, block, api_only",
+    [
+        (WindowSpec, "windows", set()),
+        (SplitSpec, "split", set()),
+        (DemoSpec, "demo", {"min_distance", "max_distance", "cells", "enhancers_per_mb", "promoters_per_mb"}),
+    ],
+)
+def test_stage_spec_defaults_are_the_schema_defaults(spec, block, api_only):
+    schema = schema_defaults(SCHEMA[block])
+    fields = {field.name: field.default for field in dataclasses.fields(spec)}
+    assert set(fields) - api_only == set(schema)
+    assert {key: (list(fields[key]) if isinstance(fields[key], tuple) else fields[key]) for key in schema} == schema
+
+
+def test_schema_choices_are_the_package_constants():
+    assert tuple(SCHEMA["baselines"]["properties"]["names"]["items"]["enum"]) == BASELINES
+    assert tuple(SCHEMA["models"]["additionalProperties"]["properties"]["attention"]["enum"]) == ATTENTIONS
+
+
 def test_documented_config_sets_every_schema_key():
     """config/config.yaml documents every key next to its value; a key the schema adds must appear there."""
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    for block in ("train", "augment", "encode", "evaluate", "baselines", "split", "windows", "demo"):
+    for block in ("train", "augment", "encode", "evaluate", "baselines", "split", "windows", "demo", "scaling"):
         missing = set(SCHEMA[block]["properties"]) - set(config[block])
         assert not missing, f"config/config.yaml {block}: does not document {sorted(missing)}"
     assert set(SCHEMA["resources"]["properties"]["train"]["properties"]) == set(config["resources"]["train"])
@@ -58,6 +82,8 @@ def test_documented_config_sets_every_schema_key():
         ({"models": {"linear": {"attention": "linear", "d_model": 66, "n_heads": 4}}}, "models: linear: d_model (66)"),
         ({"models": {"linear": {"attention": "linear", "patch_size": 8, "kernel_size": 4}}}, "kernel_size (4)"),
         ({"train": {"batch_size": 33, "devices": 2}}, "train.batch_size (33) must divide by train.devices (2)"),
+        ({"train": {"mem_mb": 8000}}, "train.mem_mb is now resources.train.mem_mb"),
+        ({"benchmark": {"device": "cpu"}}, "the benchmark: block is now scaling:"),
     ],
 )
 def test_bad_model_and_training_settings_fail_while_the_dag_is_built(tmp_path, change, message):

@@ -1,5 +1,6 @@
 import dataclasses
 import json
+import logging
 import re
 import signal
 import subprocess
@@ -270,11 +271,13 @@ def test_two_process_gloo_training_matches_one_process(shards_of_whole_train_bat
         description = train_model(
             shard_dir, model, TrainConfig(**{**vars(config), "devices": 2}), tmp_path / "two", tmp_path / "ckpt-two"
         )
+        logging.getLogger("epiformer").info("the parent's last line")  # must not overwrite the processes' lines
     finally:
         setup_logging()
     logged = (tmp_path / "train.log").read_text()
     assert re.findall(r"INFO epoch (\d+): train_loss", logged) == ["1", "2", "3"]  # rank 0's epoch lines, once each
     assert re.search(r"INFO epoch 3/3: .* done in", logged)  # and its progress lines
+    assert logged.rstrip().endswith("the parent's last line") and "Model linear attention" in logged
     one = pd.read_csv(tmp_path / "one" / "train_log.tsv", sep="\t")
     two = pd.read_csv(tmp_path / "two" / "train_log.tsv", sep="\t")
     assert description["device"] == "cpu x 2"

@@ -3,13 +3,13 @@
 Each baseline is a logistic regression fitted on the train split (features standardised,
 L2 penalty, inverse strength C; for `kmer`, C is chosen from `C_GRIDS` by validation AUPRC,
 the criterion that picks the Transformers' best epoch). Its decision threshold is picked
-on the validation split by `evaluate.compute_metrics`, and it is reported on the test
+on the validation split by `metrics.compute_metrics`, and it is reported on the test
 split. Outputs have the formats of `epiformer.metrics` (`predictions.tsv`: pair_id,
 label, score; `metrics.json`), and `metrics.json` gains a `baseline` entry that says what
 was fitted. Scores are rounded to `SCORE_DECIMALS` before anything is computed, so the
 metrics equal a recomputation from predictions.tsv exactly.
 
-The pairs of each split, in order, are the shards' (`data.load_split`), so a baseline is
+The pairs of each split, in order, are the shards' (`shards.load_split`), so a baseline is
 scored on exactly the pairs a Transformer is; `windows.tsv` supplies distances and element
 coordinates by pair_id, and the `kmer` sequences are the shards' centred windows (the
 stored flank is cropped off, as for validation and test batches), never a re-extraction.

@@ -155,7 +155,7 @@ class EPITransformer(nn.Module):
 
 
 def score_batch(model: nn.Module, batch: dict, device: torch.device) -> torch.Tensor:
-    """Logits [B] of a `data.PairBatches` batch: both elements, and the distance for models that use it."""
+    """Logits [B] of a `batches.PairBatches` batch: both elements, and the distance for models that use it."""
     return model(batch["enhancer"].to(device), batch["promoter"].to(device), distance=batch["distance"].to(device))
 
 

@@ -7,7 +7,7 @@ TargetFinder CSV or BEDPE (`epiformer.pairs`), with or without labels.
 The workflow's own code does every step, so a pair scores here as it does in evaluation:
 `windows.make_windows` places windows with the widths and settings recorded in
 `model.json` (edge handling, N filter, trans pairs), `encode.encode_windows` encodes them,
-and `train.predict_split` batches them through `data.PairBatches`: centred windows, no
+and `inference.predict_split` batches them through `batches.PairBatches`: centred windows, no
 augmentation. Pairs are encoded and scored `CHUNK_PAIRS` at a time, so memory stays flat
 for inputs of any size.
 

@@ -100,7 +100,11 @@ def setup_logging(
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if log_path:
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-        handlers.append(logging.FileHandler(log_path, mode="a" if append else "w"))
+        if not append:
+            Path(log_path).write_text("")
+        # Always appending: processes this one starts append to the same file, and a handle
+        # opened for writing would later overwrite their lines from its own position.
+        handlers.append(logging.FileHandler(log_path, mode="a"))
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(message)s", handlers=handlers, force=True)
     return logging.getLogger("epiformer")
 

@@ -16,7 +16,7 @@ model, baseline, metric): cell_line, model, baseline, metric (auroc, auprc), mod
 baseline_value, difference (model_value - baseline_value), lo, hi, excludes_zero (the
 interval lies wholly above or below 0), n_test, positives, resamples (drawn),
 resamples_used (those holding both classes), seed. Each resample draws the test pairs once
-and scores both the model and the baseline on them (`evaluate.paired_bootstrap_difference`),
+and scores both the model and the baseline on them (`metrics.paired_bootstrap_difference`),
 so the interval is that of the difference itself; two unpaired intervals that overlap say
 little about it.
 """

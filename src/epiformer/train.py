@@ -153,6 +153,12 @@ def train_model(
     With `train_config.devices` > 1, that many processes train data-parallel (DDP: NCCL on
     GPUs, gloo on the CPU), each on its own slice of every global batch of `batch_size`.
     """
+    flank = int(shard_manifest(shard_dir)["flank"])
+    if train_config.max_shift is not None and train_config.max_shift > flank:  # here, not in each process
+        raise ValueError(
+            f"A shift of up to {train_config.max_shift} bp was asked for, but the shards hold {flank} bp of flank "
+            "beyond each window: ask for at most that, or encode the shards again with a larger augment.max_shift."
+        )
     if train_config.devices == 1:
         return _train(0, 1, shard_dir, model_config, train_config, Path(outdir), Path(checkpoint_dir))
     select_device(train_config.device)  # fail before spawning processes

@@ -15,6 +15,15 @@ if (WORKFLOW_DIR / "pyproject.toml").exists():
     # envs/install-epiformer.sh installs the package into each conda env from this checkout.
     os.environ.setdefault("EPIFORMER_SOURCE", str(WORKFLOW_DIR))
 
+# Keys that moved: say where, rather than fail on the schema's "additional properties".
+for _old, _new in {
+    ("train", "mem_mb"): "resources.train.mem_mb",
+    ("train", "runtime"): "resources.train.runtime",
+}.items():
+    if _old[1] in config.get(_old[0], {}):
+        raise ValueError(f"config: {'.'.join(_old)} is now {_new}; move it there (config/README.md).")
+if "benchmark" in config:
+    raise ValueError("config: the benchmark: block is now scaling: (and `snakemake bench` is `snakemake scaling`).")
 validate(config, schema="../schemas/config.schema.yaml")
 
 samples = pd.read_csv(config["samples"], sep="\t", dtype=str, comment="#").fillna("")
@@ -47,9 +56,16 @@ if set(MODELS) & set(BASELINES):
 # Model and training settings are checked now, while the DAG is built, by the same dataclasses
 # the jobs use (they import nothing heavy), so `d_model % n_heads` or `batch_size % devices`
 # fails before windows and encode run, not when training starts.
-if (WORKFLOW_DIR / "src" / "epiformer").is_dir():
-    sys.path.insert(0, str(WORKFLOW_DIR / "src"))
-from epiformer.configs import ModelConfig, TrainConfig
+for _source in (WORKFLOW_DIR, Path(os.environ.get("EPIFORMER_SOURCE", WORKFLOW_DIR))):
+    if (_source / "src" / "epiformer").is_dir():
+        sys.path.insert(0, str(_source / "src"))
+try:
+    from epiformer.configs import ModelConfig, TrainConfig
+except ModuleNotFoundError:
+    raise ModuleNotFoundError(
+        "The workflow checks its settings with the epiformer package, which this Snakemake cannot import: "
+        "install it where snakemake runs (pip install -e /path/to/epiformer) or set EPIFORMER_SOURCE to a checkout."
+    ) from None
 
 for _name in MODELS:
     try:
@@ -139,5 +155,5 @@ def all_outputs():
 def demo_generator_checksum():
     """Re-make the demo when its generator changes (Snakemake tracks the scripts, not the package)."""
     package = WORKFLOW_DIR / "src" / "epiformer"
-    sources = [package / name for name in ("demo.py", "motifs.py")]
+    sources = [package / name for name in ("demo.py", "motifs.py", "constants.py")]
     return hashlib.sha256(b"".join(path.read_bytes() for path in sources if path.exists())).hexdigest()[:16]
