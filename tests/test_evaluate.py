@@ -6,11 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from sklearn.metrics import average_precision_score, roc_auc_score
+from sklearn.metrics import average_precision_score, precision_recall_curve, roc_auc_score
 
 from epiformer.evaluate import evaluate_model
 from epiformer.inference import load_trained_model, predict_split
-from epiformer.metrics import best_f1_threshold
 from epiformer.shards import load_split
 
 
@@ -27,8 +26,12 @@ def test_evaluation_writes_every_test_pair_and_metrics_with_the_validation_thres
     val_scores, val_labels, _ = predict_split(model, load_split(folder / "shards", "val"), 64, torch.device("cpu"))
     test_scores, _, test_ids = predict_split(model, load_split(folder / "shards", "test"), 64, torch.device("cpu"))
     test_scores = test_scores[np.argsort(test_ids)]  # by pair_id, as predictions.tsv
-    np.testing.assert_allclose(predictions["score"], test_scores, rtol=1e-5)  # 6 significant digits
-    assert written["threshold"] == pytest.approx(best_f1_threshold(val_labels, val_scores))
+    np.testing.assert_allclose(predictions["score"], test_scores, rtol=1e-5)
+    assert predictions["score"].tolist() == [float(f"{s:.6g}") for s in test_scores]  # 6 significant digits
+    # The threshold that maximises F1 on validation, found here from scikit-learn's curve.
+    precision, recall, thresholds = precision_recall_curve(val_labels, val_scores)
+    f1 = 2 * precision[:-1] * recall[:-1] / np.maximum(precision[:-1] + recall[:-1], 1e-12)
+    assert written["threshold"] == pytest.approx(thresholds[np.argmax(f1)])
     assert written["auroc"] == pytest.approx(roc_auc_score(test["label"], test_scores), abs=1e-12)
     assert written["auprc"] == pytest.approx(average_precision_score(test["label"], test_scores), abs=1e-12)
     assert (written["n_test"], written["positives"]) == (len(test), test["label"].sum())

@@ -180,3 +180,18 @@ def test_scaling_figure_names_each_component_and_attention_and_the_device(tmp_pa
     assert "M7 linear vs softmax attention, batch 1, cpu" in texts
     for label in ("attention, linear", "attention, softmax", "model, linear", "model, softmax", "O(T) guide"):
         assert texts.count(label) >= 1, label
+
+
+def test_the_test_set_figures_are_the_same_in_rule_caption_and_package():
+    """plot_test_set's {figure} names live in three files; a figure added to one must be in all."""
+    import ast
+    import re
+
+    from epiformer.plots import TEST_SET_FIGURES
+    from tests.helpers import REPO
+
+    rules = (REPO / "workflow" / "rules" / "plots.smk").read_text()
+    labels = ast.literal_eval(re.search(r"^TEST_SET_FIGURE_LABELS = (\{.*?\})$", rules, re.M).group(1))
+    caption = (REPO / "workflow" / "report" / "test_set.rst").read_text()
+    assert set(labels) == set(TEST_SET_FIGURES)
+    assert set(re.findall(r'snakemake\.wildcards\.figure == "(\w+)"', caption)) == set(TEST_SET_FIGURES)

@@ -63,6 +63,8 @@ def test_the_table_is_written_with_six_significant_digits(trained_cells, tmp_pat
     )
     for metric in ("auroc", "auprc"):
         np.testing.assert_allclose(written[metric], table[metric], rtol=5e-6, atol=0)
+        # exactly six significant digits, not merely close: each written value is the rounded one
+        assert written[metric].tolist() == [float(f"{value:.6g}") for value in table[metric]]
     assert sorted(path.name for path in out.parent.iterdir()) == ["linear.tsv"]  # no temporary file left
 
 

@@ -43,7 +43,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from epiformer import __version__
-from epiformer.constants import BASELINES, ELEMENTS, SPLITS
+from epiformer.constants import BASELINES, ELEMENTS, SCORED_SPLITS, SPLITS
 from epiformer.fileio import atomic_write_text, read_windows
 from epiformer.metrics import compute_metrics, data_fields, write_predictions
 from epiformer.shards import ShardError, ShardSet, crop, load_split, unpack
@@ -218,7 +218,7 @@ def run_baseline(
     scores, c = fit_logistic(features, labels, C_GRIDS[name], seed)
     frames = {
         split: pd.DataFrame({"pair_id": shards[split].pair_id, "label": labels[split], "score": scores[split]})
-        for split in ("val", "test")
+        for split in SCORED_SPLITS
     }
     metrics = {**compute_metrics(frames["test"], frames["val"], resamples, seed), **data_fields(shard_dir)}
     metrics["baseline"] = {

@@ -2,6 +2,7 @@
 
 ELEMENTS = ("enhancer", "promoter")  # the two elements of a pair, in the order of every table and tensor
 SPLITS = ("train", "val", "test")
+SCORED_SPLITS = SPLITS[1:]  # what a fitted model is scored on: validation picks the threshold, test reports
 ALPHABET = "ACGT"  # one-hot channel order; N and other codes are all-zero rows
 BASELINES = ("distance", "kmer", "propensity")  # the baselines `baselines.names` may list
 SHARD_FORMAT = 3  # 2: shards carry `distance`; 3: the manifest holds the window spec once (`windows`, `flank`)

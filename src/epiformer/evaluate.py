@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from epiformer.constants import SCORED_SPLITS
 from epiformer.fileio import atomic_write_text
 from epiformer.inference import load_trained_model, predict_split
 from epiformer.metrics import compute_metrics, data_fields, write_predictions
@@ -24,7 +25,7 @@ def evaluate_model(
     model, _ = load_trained_model(model_dir)
     device = torch.device("cpu")
     frames = {}
-    for split in ("val", "test"):
+    for split in SCORED_SPLITS:
         scores, labels, ids = predict_split(model, load_split(shard_dir, split), 256, device)
         frames[split] = pd.DataFrame({"pair_id": ids, "label": labels, "score": scores})
     metrics = {**compute_metrics(frames["test"], frames["val"], resamples, seed), **data_fields(shard_dir)}

@@ -53,6 +53,13 @@ if set(MODELS) & set(BASELINES):
         f"models: {', '.join(sorted(set(MODELS) & set(BASELINES)))} is also a baseline's name; "
         "rename the model (results/{cell}/{name}/ would hold both)."
     )
+
+
+def model_config(model):
+    """The model's architecture (`pooled` says what it is trained on, not what it is)."""
+    return {key: value for key, value in config["models"][model].items() if key != "pooled"}
+
+
 # Model and training settings are checked now, while the DAG is built, by the same dataclasses
 # the jobs use (they import nothing heavy), so `d_model % n_heads` or `batch_size % devices`
 # fails before windows and encode run, not when training starts.
@@ -69,7 +76,7 @@ except ModuleNotFoundError:
 
 for _name in MODELS:
     try:
-        ModelConfig(**{key: value for key, value in config["models"][_name].items() if key != "pooled"})
+        ModelConfig(**model_config(_name))
     except (TypeError, ValueError) as error:
         raise ValueError(f"models: {_name}: {error}. Fix that model's settings in the config.") from None
 try:
@@ -124,11 +131,6 @@ def get_genome_index(wildcards):
 def model_dir(cell, model):
     """Where a model's weights and model.json are: its own per cell line, or the one pooled model."""
     return f"results/pooled/{model}" if model in POOLED_MODELS else f"results/{cell}/{model}"
-
-
-def model_config(model):
-    """The model's architecture (`pooled` says what it is trained on, not what it is)."""
-    return {key: value for key, value in config["models"][model].items() if key != "pooled"}
 
 
 def get_truth(cell):
