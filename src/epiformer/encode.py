@@ -146,8 +146,24 @@ def _open_worker_genome(genome_path: str) -> None:
     _worker_genome = Genome(genome_path)  # one handle per worker process, never shared
 
 
-def _encode_in_worker(job: ShardJob, outdir: Path, flank: int) -> dict:
-    return encode_one_shard(_worker_genome, job, outdir, flank)
+def _encode_in_worker(encode_one, job: ShardJob, outdir: Path, flank: int) -> dict:
+    return encode_one(_worker_genome, job, outdir, flank)
+
+
+def run_shard_jobs(encode_one, genome_path: str | Path, jobs: list[ShardJob], outdir: Path, flank: int, workers: int):
+    """Run `encode_one(genome, job, outdir, flank)` per job; (manifest entries in job order, genome index SHA-256).
+
+    With `workers` > 1 the jobs run in that many processes, each opening its own genome
+    handle; `encode_one` must be a module-level function (it is pickled to the workers).
+    """
+    with Genome(genome_path) as genome:
+        if workers > 1:
+            with ProcessPoolExecutor(workers, initializer=_open_worker_genome, initargs=(str(genome_path),)) as pool:
+                mapped = pool.map(_encode_in_worker, repeat(encode_one), jobs, repeat(outdir), repeat(flank))
+                entries = list(progress(mapped, len(jobs), "shards"))
+        else:
+            entries = [encode_one(genome, job, outdir, flank) for job in progress(jobs, len(jobs), "shards")]
+        return entries, genome.index_sha256()
 
 
 def clear_previous_run(outdir: Path) -> None:
@@ -199,15 +215,7 @@ def encode_shards(
     jobs = plan_shards(windows, shard_size)
     for split in {job.split for job in jobs}:
         (outdir / split).mkdir(exist_ok=True)
-    with Genome(genome_path) as genome:
-        if workers > 1:
-            with ProcessPoolExecutor(workers, initializer=_open_worker_genome, initargs=(str(genome_path),)) as pool:
-                entries = list(
-                    progress(pool.map(_encode_in_worker, jobs, repeat(outdir), repeat(flank)), len(jobs), "shards")
-                )
-        else:
-            entries = [encode_one_shard(genome, job, outdir, flank) for job in progress(jobs, len(jobs), "shards")]
-        genome_sha256 = genome.index_sha256()
+    entries, genome_sha256 = run_shard_jobs(encode_one_shard, genome_path, jobs, outdir, flank, workers)
     spec = window_spec_of(windows, (windows_stats or {}).get("windows"))
     manifest = {
         "format_version": SHARD_FORMAT,
