@@ -230,8 +230,8 @@ def test_other_kinds_and_formats_are_refused_clearly(span_shards, tmp_path):
     encode_shards(windows, fasta, tmp_path / "windows_shards", flank=FLANK, shard_size=2)
     with pytest.raises(ShardError, match="'windows' shards .*not span shards"):
         SpanShardSet(tmp_path / "windows_shards", "train")
-    with pytest.raises(ShardError, match="shard format 1, this epiformer reads 3"):
-        load_split(shard_dir, "train")  # the window-shard reader refuses span shards
+    with pytest.raises(ShardError, match="these are span shards .*SpanShardSet"):
+        load_split(shard_dir, "train")  # the window-shard reader refuses span shards, naming their kind
     manifest = json.loads((shard_dir / "manifest.json").read_text())
     (shard_dir / "manifest.json").write_text(json.dumps({**manifest, "format_version": 99}))
     with pytest.raises(ShardError, match="span shard format 99, this epiformer reads 1"):

@@ -32,6 +32,11 @@ def load_manifest(shard_dir: str | Path) -> dict:
     if not path.exists():
         raise ShardError(f"{path} is missing: re-run the encode step for this cell line.")
     manifest = json.loads(path.read_text())
+    if manifest.get("kind", "windows") != "windows":
+        raise ShardError(
+            f"{path}: these are {manifest['kind']} shards (one sequence per pair); read them with "
+            "epiformer.spans.SpanShardSet, or encode element windows for this model."
+        )
     if manifest.get("format_version") != SHARD_FORMAT:
         raise ShardError(
             f"{path}: shard format {manifest.get('format_version')}, this epiformer reads {SHARD_FORMAT}. "
