@@ -7,4 +7,5 @@ ALPHABET = "ACGT"  # one-hot channel order; N and other codes are all-zero rows
 BASELINES = ("distance", "kmer", "propensity")  # the baselines `baselines.names` may list
 SHARD_FORMAT = 3  # 2: shards carry `distance`; 3: the manifest holds the window spec once (`windows`, `flank`)
 WINDOW_FIELDS = ("chrom", "start", "end")  # per element: `{element}_{field}` columns of pairs and windows tables
+WINDOW_SHARDS, SPAN_SHARDS = "windows", "span"  # a manifest's `kind` (window manifests omit it)
 SPAN_SHARD_FORMAT = 1  # ragged span shards (`epiformer.spans`, manifest kind "span"), versioned apart from SHARD_FORMAT

@@ -173,6 +173,27 @@ def clear_previous_run(outdir: Path) -> None:
         path.unlink()
 
 
+def write_shard_folder(encode_shard, windows, genome_path, outdir, flank: int, shard_size: int, workers: int):
+    """Clear what an interrupted run left in `outdir`, then write every split's shards with `encode_shard`.
+
+    Returns the shards' manifest entries and the genome index checksum; the caller writes the
+    manifest, last.
+    """
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    clear_previous_run(outdir)
+    jobs = plan_shards(windows, shard_size)
+    for split in {job.split for job in jobs}:
+        (outdir / split).mkdir(exist_ok=True)
+    return run_shard_jobs(encode_shard, genome_path, jobs, outdir, flank, workers)
+
+
+def split_record(windows_stats: dict | None) -> dict:
+    """The manifest's `split`: the windows stats' split mode and whether it is leak-prone."""
+    stats = windows_stats or {}
+    return {"mode": stats.get("split_mode", "chromosome"), "leak_prone": bool(stats.get("leak_prone", False))}
+
+
 def window_spec_of(windows: pd.DataFrame, spec: dict | None) -> dict:
     """The windows' WindowSpec (as the windows stats records it), checked against the table's widths.
 
@@ -210,12 +231,9 @@ def encode_shards(
     its split mode and window settings (`windows`) travel in the manifest to the model and metrics.
     """
     outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    clear_previous_run(outdir)
-    jobs = plan_shards(windows, shard_size)
-    for split in {job.split for job in jobs}:
-        (outdir / split).mkdir(exist_ok=True)
-    entries, genome_sha256 = run_shard_jobs(encode_one_shard, genome_path, jobs, outdir, flank, workers)
+    entries, genome_sha256 = write_shard_folder(
+        encode_one_shard, windows, genome_path, outdir, flank, shard_size, workers
+    )
     spec = window_spec_of(windows, (windows_stats or {}).get("windows"))
     manifest = {
         "format_version": SHARD_FORMAT,
@@ -224,10 +242,7 @@ def encode_shards(
         "packing": "numpy.packbits(onehot[N, L, 4].reshape(N, -1), axis=1, bitorder='big') -> uint8 [N, L/2]",
         "windows": spec,  # the WindowSpec: widths, edge, N filter, trans pairs; model.json copies it
         "flank": flank,  # bases stored beyond each window, the most training may shift it
-        "split": {
-            "mode": (windows_stats or {}).get("split_mode", "chromosome"),
-            "leak_prone": bool((windows_stats or {}).get("leak_prone", False)),
-        },
+        "split": split_record(windows_stats),
         "shards": entries,
         "inputs": {"pairs_sha256": pairs_sha256, "genome_index_sha256": genome_sha256},
     }

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from epiformer.constants import ELEMENTS, SHARD_FORMAT
+from epiformer.constants import ELEMENTS, SHARD_FORMAT, WINDOW_SHARDS
 from epiformer.fileio import sha256_file
 
 SAFETENSORS_DTYPES = {"U8": np.uint8, "I64": np.int64}
@@ -32,7 +32,7 @@ def load_manifest(shard_dir: str | Path) -> dict:
     if not path.exists():
         raise ShardError(f"{path} is missing: re-run the encode step for this cell line.")
     manifest = json.loads(path.read_text())
-    if manifest.get("kind", "windows") != "windows":
+    if manifest.get("kind", WINDOW_SHARDS) != WINDOW_SHARDS:
         raise ShardError(
             f"{path}: these are {manifest['kind']} shards (one sequence per pair); read them with "
             "epiformer.spans.SpanShardSet, or encode element windows for this model."
@@ -67,6 +67,18 @@ def map_safetensors(path: Path) -> dict[str, np.memmap]:
         )
         for name, info in header.items()
     }
+
+
+def open_shard(path: Path, entry: dict, verify: bool, step: str = "the encode step") -> dict[str, np.memmap]:
+    """The memory-mapped tensors of one shard its manifest `entry` lists, its SHA-256 checked if `verify`."""
+    if not path.exists():
+        raise ShardError(f"{path} is listed in the manifest but missing: re-run {step}.")
+    if verify and sha256_file(path) != entry["sha256"]:
+        raise ShardError(f"{path}: SHA-256 differs from manifest.json (corrupt or foreign shard); re-encode.")
+    try:
+        return map_safetensors(path)
+    except (ValueError, KeyError, struct.error) as error:
+        raise ShardError(f"{path}: not a readable safetensors shard ({error}); re-encode.") from error
 
 
 def pooled_manifest(shard_dirs: list[str | Path]) -> dict:
@@ -133,14 +145,7 @@ class ShardSet:
         self._maps: list[dict[str, np.memmap]] | None = None
 
     def _check(self, path: Path, entry: dict, verify: bool) -> dict[str, np.memmap]:
-        if not path.exists():
-            raise ShardError(f"{path} is listed in the manifest but missing: re-run the encode step.")
-        if verify and sha256_file(path) != entry["sha256"]:
-            raise ShardError(f"{path}: SHA-256 differs from manifest.json (corrupt or foreign shard); re-encode.")
-        try:
-            tensors = map_safetensors(path)
-        except (ValueError, KeyError, struct.error) as error:
-            raise ShardError(f"{path}: not a readable safetensors shard ({error}); re-encode.") from error
+        tensors = open_shard(path, entry, verify)
         for element in ELEMENTS:
             expected = (entry["rows"], self.lengths[element] // 2)
             if tensors[element].shape != expected:

@@ -51,28 +51,25 @@ Stored layout (`{split}/shard-NNNNN.safetensors`, at most `shard_size` pairs, N 
 from __future__ import annotations
 
 import json
-import struct
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from epiformer import __version__
-from epiformer.constants import ALPHABET, SPAN_SHARD_FORMAT
+from epiformer.constants import ALPHABET, SPAN_SHARD_FORMAT, SPAN_SHARDS, WINDOW_SHARDS
 from epiformer.encode import (
     ShardJob,
-    clear_previous_run,
     pack_codes,
-    plan_shards,
-    run_shard_jobs,
+    split_record,
     window_spec_of,
     write_shard,
+    write_shard_folder,
 )
-from epiformer.fileio import atomic_write_text, sha256_file
+from epiformer.fileio import atomic_write_text
 from epiformer.genome import Genome, N
-from epiformer.shards import ShardError, map_safetensors
+from epiformer.shards import ShardError, map_safetensors, open_shard
 
-SPAN_KIND = "span"
 SPAN_COLUMNS = ["pair_id", "chrom", "span_start", "span_end", "first_end", "second_start", "enhancer_first", "distance"]
 
 
@@ -164,23 +161,20 @@ def encode_span_shards(
     """
     span_coordinates(windows)  # pairs across chromosomes fail here, before any shard is written
     outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    clear_previous_run(outdir)
-    jobs = plan_shards(windows, shard_size)
-    for split in {job.split for job in jobs}:
-        (outdir / split).mkdir(exist_ok=True)
-    entries, genome_sha256 = run_shard_jobs(encode_span_shard, genome_path, jobs, outdir, flank, workers)
+    entries, genome_sha256 = write_shard_folder(
+        encode_span_shard, windows, genome_path, outdir, flank, shard_size, workers
+    )
     stats = windows_stats or {}
     manifest = {
         "format_version": SPAN_SHARD_FORMAT,
-        "kind": SPAN_KIND,
+        "kind": SPAN_SHARDS,
         "epiformer_version": __version__,
         "channels": ALPHABET,
         "packing": "per pair: numpy.packbits(onehot[L, 4].reshape(-1), bitorder='big'), an odd L padded with "
         "a zero nibble; concatenated in `bases`, pair i at bases[offsets[i]:offsets[i + 1]]",
         "windows": {**window_spec_of(windows, stats.get("windows")), "input": "span"},
         "flank": flank,
-        "split": {"mode": stats.get("split_mode", "chromosome"), "leak_prone": bool(stats.get("leak_prone", False))},
+        "split": split_record(windows_stats),
         "shards": entries,
         "inputs": {"pairs_sha256": pairs_sha256, "genome_index_sha256": genome_sha256},
     }
@@ -194,8 +188,8 @@ def load_span_manifest(shard_dir: str | Path) -> dict:
     if not path.exists():
         raise ShardError(f"{path} is missing: re-run the span encode step for this cell line.")
     manifest = json.loads(path.read_text())
-    kind, version = manifest.get("kind", "windows"), manifest.get("format_version")
-    if kind != SPAN_KIND:
+    kind, version = manifest.get("kind", WINDOW_SHARDS), manifest.get("format_version")
+    if kind != SPAN_SHARDS:
         raise ShardError(
             f"{path}: {kind!r} shards (format {version}), not span shards: span input reads shards written by "
             f"`epiformer.spans.encode_span_shards`. Re-encode {Path(shard_dir)} with span input."
@@ -240,14 +234,7 @@ class SpanShardSet:
         self._bases: list[np.memmap] | None = None
 
     def _check(self, path: Path, entry: dict, verify: bool) -> dict[str, np.memmap]:
-        if not path.exists():
-            raise ShardError(f"{path} is listed in the manifest but missing: re-run the span encode step.")
-        if verify and sha256_file(path) != entry["sha256"]:
-            raise ShardError(f"{path}: SHA-256 differs from manifest.json (corrupt or foreign shard); re-encode.")
-        try:
-            tensors = map_safetensors(path)
-        except (ValueError, KeyError, struct.error) as error:
-            raise ShardError(f"{path}: not a readable safetensors shard ({error}); re-encode.") from error
+        tensors = open_shard(path, entry, verify, step="the span encode step")
         rows = entry["rows"]
         expected = {name: (rows,) for name in self.EAGER} | {"segments": (rows, 2), "offsets": (rows + 1,)}
         for name, shape in expected.items():
