@@ -21,10 +21,11 @@ import pandas as pd
 import pytest
 import yaml
 
+from epiformer.constants import ELEMENTS
 from epiformer.demo import DemoSpec
 from epiformer.encode import encode_shards
 from epiformer.genome import Genome
-from epiformer.pairs import read_pairs
+from epiformer.pairs import ELEMENT_COLUMNS, read_pairs
 from epiformer.splits import SplitSpec, assign_splits
 from epiformer.windows import WindowSpec, make_windows
 
@@ -110,21 +111,11 @@ def report_description(html: str) -> str:
 
 def windows_frame(rows, split: str = "train") -> pd.DataFrame:
     """A windows.tsv table of (enhancer chrom, start, end, promoter chrom, start, end) rows; labels alternate."""
-    frame = pd.DataFrame(
-        rows,
-        columns=[
-            "enhancer_chrom",
-            "enhancer_start",
-            "enhancer_end",
-            "promoter_chrom",
-            "promoter_start",
-            "promoter_end",
-        ],
-    )
+    frame = pd.DataFrame(rows, columns=ELEMENT_COLUMNS)
     frame.insert(0, "pair_id", range(len(frame)))
     frame.insert(1, "label", [i % 2 for i in range(len(frame))])
     frame.insert(2, "split", split)
-    centres = {e: (frame[f"{e}_start"] + frame[f"{e}_end"]) // 2 for e in ("enhancer", "promoter")}
+    centres = {e: (frame[f"{e}_start"] + frame[f"{e}_end"]) // 2 for e in ELEMENTS}
     frame.insert(3, "distance", (centres["enhancer"] - centres["promoter"]).abs())  # as windows.tsv has it
     return frame
 
@@ -221,16 +212,44 @@ def independent_paired_interval(labels, scores_a, scores_b, metric, resamples, s
 
 def pairs_frame(rows) -> pd.DataFrame:
     """A pairs table as read_pairs returns it; rows are (enhancer chrom, start, end, promoter ..., label)."""
-    columns = [
-        "enhancer_chrom",
-        "enhancer_start",
-        "enhancer_end",
-        "promoter_chrom",
-        "promoter_start",
-        "promoter_end",
-        "label",
-    ]
-    frame = pd.DataFrame(rows, columns=columns)
+    frame = pd.DataFrame(rows, columns=[*ELEMENT_COLUMNS, "label"])
     frame.insert(0, "pair_id", range(len(frame)))
     frame.attrs.update(path="pairs.csv", header_lines=1)
     return frame
+
+
+def flip_a_byte(path: Path) -> None:
+    """Corrupt a file in place: one bit of its middle byte flipped."""
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+KILLED_ENCODE = """
+import os, signal, sys
+import pandas as pd
+import {module} as writer
+real_write = writer.write_shard
+written = []
+def write_then_die(path, tensors):
+    digest = real_write(path, tensors)
+    written.append(path)
+    if len(written) == 2:
+        os.kill(os.getpid(), signal.SIGKILL)  # a real kill, half-way through the shards
+    return digest
+writer.write_shard = write_then_die
+windows = pd.read_csv(sys.argv[1], sep="\\t")
+writer.{function}(windows, sys.argv[2], sys.argv[3], flank=3, shard_size={shard_size})
+"""
+
+
+def encode_killed_after_two_shards(
+    module: str, function: str, windows: pd.DataFrame, fasta: Path, target: Path, shard_size: int
+) -> subprocess.CompletedProcess:
+    """Run `module.function` (a shard writer) in a process that SIGKILLs itself after its second shard."""
+    windows_path = target.parent / f"{target.name}.windows.tsv"
+    windows.to_csv(windows_path, sep="\t", index=False)
+    script = KILLED_ENCODE.format(module=module, function=function, shard_size=shard_size)
+    return subprocess.run(
+        [sys.executable, "-c", script, str(windows_path), str(fasta), str(target)], capture_output=True, text=True
+    )

@@ -7,7 +7,7 @@ from safetensors.numpy import load_file
 from epiformer.encode import encode_shards, one_hot, pack_one_hot
 from epiformer.genome import Genome
 from epiformer.shards import ShardError, load_split, unpack
-from tests.helpers import windows_frame
+from tests.helpers import encode_killed_after_two_shards, windows_frame
 
 
 def test_one_hot_channels_and_n_rows():
@@ -88,36 +88,10 @@ def test_corrupt_or_missing_shard_is_refused(shards):
         load_split(shard_dir, "train")
 
 
-KILLED_ENCODE = """
-import os, signal, sys
-import pandas as pd
-import epiformer.encode as encode
-real_write = encode.write_shard
-written = []
-def write_then_die(path, tensors):
-    digest = real_write(path, tensors)
-    written.append(path)
-    if len(written) == 2:
-        os.kill(os.getpid(), signal.SIGKILL)  # a real kill, half-way through the shards
-    return digest
-encode.write_shard = write_then_die
-windows = pd.read_csv(sys.argv[1], sep="\\t")
-encode.encode_shards(windows, sys.argv[2], sys.argv[3], flank=3, shard_size=4)
-"""
-
-
 def test_killed_encode_leaves_no_manifest_and_a_rerun_matches_an_uninterrupted_run(shards, tmp_path):
-    import subprocess
-    import sys
-
     path, windows, manifest, _ = shards
-    windows.to_csv(tmp_path / "windows.tsv", sep="\t", index=False)
     target = tmp_path / "killed"
-    run = subprocess.run(
-        [sys.executable, "-c", KILLED_ENCODE, str(tmp_path / "windows.tsv"), str(path), str(target)],
-        capture_output=True,
-        text=True,
-    )
+    run = encode_killed_after_two_shards("epiformer.encode", "encode_shards", windows, path, target, shard_size=4)
     assert run.returncode == -9, run.stderr
     assert not (target / "manifest.json").exists() and len(list(target.glob("*/shard-*"))) == 2
     rerun = encode_shards(windows, path, target, flank=3, shard_size=4)

@@ -3,6 +3,7 @@ import pytest
 
 from epiformer.encode import encode_shards, one_hot
 from epiformer.shards import ShardError, crop, load_split, reverse_complement
+from tests.helpers import flip_a_byte
 
 
 def test_crop_takes_each_row_at_its_own_shift():
@@ -22,9 +23,7 @@ def test_reverse_complement_flips_only_selected_rows():
 def test_a_corrupt_byte_names_the_shard(small_shards):
     _, _, shard_dir = small_shards
     shard = shard_dir / "train" / "shard-00002.safetensors"
-    data = bytearray(shard.read_bytes())
-    data[len(data) // 2] ^= 0x01
-    shard.write_bytes(bytes(data))
+    flip_a_byte(shard)
     with pytest.raises(ShardError, match=r"shard-00002\.safetensors.*SHA-256"):
         load_split(shard_dir, "train")
 

@@ -1,6 +1,4 @@
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -9,7 +7,13 @@ from safetensors.numpy import load_file
 from epiformer.encode import encode_shards
 from epiformer.shards import ShardError, load_split
 from epiformer.spans import SpanShardSet, encode_span_shards, span_coordinates
-from tests.helpers import bedtools_getfasta, require_bedtools, windows_frame
+from tests.helpers import (
+    bedtools_getfasta,
+    encode_killed_after_two_shards,
+    flip_a_byte,
+    require_bedtools,
+    windows_frame,
+)
 
 FLANK = 3
 
@@ -171,9 +175,7 @@ def test_ragged_layout_offsets_padding_and_manifest(span_shards):
 def test_a_flipped_byte_or_missing_shard_names_the_file(span_shards):
     _, _, _, shard_dir = span_shards
     shard = shard_dir / "train" / "shard-00001.safetensors"
-    data = bytearray(shard.read_bytes())
-    data[len(data) // 2] ^= 0x01
-    shard.write_bytes(bytes(data))
+    flip_a_byte(shard)
     with pytest.raises(ShardError, match=r"train/shard-00001\.safetensors.*SHA-256"):
         SpanShardSet(shard_dir, "train")
     SpanShardSet(shard_dir, "test")  # the other split's shards are fine
@@ -182,33 +184,10 @@ def test_a_flipped_byte_or_missing_shard_names_the_file(span_shards):
         SpanShardSet(shard_dir, "train", verify=False)
 
 
-KILLED_SPAN_ENCODE = """
-import os, signal, sys
-import pandas as pd
-import epiformer.spans as spans
-real_write = spans.write_shard
-written = []
-def write_then_die(path, tensors):
-    digest = real_write(path, tensors)
-    written.append(path)
-    if len(written) == 2:
-        os.kill(os.getpid(), signal.SIGKILL)  # a real kill, half-way through the shards
-    return digest
-spans.write_shard = write_then_die
-windows = pd.read_csv(sys.argv[1], sep="\\t")
-spans.encode_span_shards(windows, sys.argv[2], sys.argv[3], flank=3, shard_size=2)
-"""
-
-
 def test_killed_encode_leaves_no_manifest_and_a_rerun_gives_the_same_bytes(span_shards, tmp_path):
     fasta, windows, manifest, shard_dir = span_shards
-    windows.to_csv(tmp_path / "windows.tsv", sep="\t", index=False)
     target = tmp_path / "killed"
-    run = subprocess.run(
-        [sys.executable, "-c", KILLED_SPAN_ENCODE, str(tmp_path / "windows.tsv"), str(fasta), str(target)],
-        capture_output=True,
-        text=True,
-    )
+    run = encode_killed_after_two_shards("epiformer.spans", "encode_span_shards", windows, fasta, target, shard_size=2)
     assert run.returncode == -9, run.stderr
     assert not (target / "manifest.json").exists() and len(list(target.glob("*/shard-*"))) == 2
     with pytest.raises(ShardError, match="manifest.json is missing"):
