@@ -10,13 +10,25 @@ CORES ?= all
 TORCH ?= torch==2.13.0
 STAMP := $(VENV)/.epiformer-installed
 
-.PHONY: demo real real-random test setup bedtools lint clean
+.PHONY: demo demo-long real real-random test setup bedtools lint clean
 
 demo: setup bedtools
 	$(BIN)/snakemake --cores $(CORES)
 	$(BIN)/snakemake --cores $(CORES) --report results/report.html
 	@echo "Done: results/summary.md, results/plots/, results/report.html"
 	@echo "To run snakemake yourself: source $(VENV)/bin/activate"
+
+# The insulated long-range demo (config/demo_long.yaml, docs/demo_long.md): M7 on element
+# windows, M7 on the whole span, softmax on the span, side by side. In its own folder, so that
+# `make demo`'s results stay as they are: the workflow run from runs/demo-long, which links config/.
+LONG_RUN := runs/demo-long
+demo-long: setup bedtools
+	mkdir -p $(LONG_RUN)
+	ln -sfn ../../config $(LONG_RUN)/config
+	cd $(LONG_RUN) && ../../$(BIN)/snakemake -s ../../Snakefile --cores $(CORES) --configfile config/demo_long.yaml
+	cd $(LONG_RUN) && ../../$(BIN)/snakemake -s ../../Snakefile --cores $(CORES) --configfile config/demo_long.yaml \
+	  --report results/report.html
+	@echo "Done: $(LONG_RUN)/results/summary.md, $(LONG_RUN)/results/plots/cost.png, $(LONG_RUN)/results/report.html"
 
 # The real-data benchmark (TargetFinder pairs on real hg19 sequence, config/targetfinder.yaml).
 real: setup bedtools

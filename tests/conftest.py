@@ -15,6 +15,7 @@ from epiformer.encode import encode_shards
 from epiformer.splits import SplitSpec
 from tests.helpers import (
     TINY_DEMO,
+    TINY_LONG_DEMO,
     TINY_MODEL,
     copy_workflow,
     require_bedtools,
@@ -54,6 +55,14 @@ def tiny_demo(tmp_path_factory):
 def full_demo(tmp_path_factory):
     """The default demo (4.8 Mb genome, 6,000 pairs per cell line)."""
     return generate_demo(tmp_path_factory.mktemp("full"), DemoSpec())
+
+
+@pytest.fixture(scope="session")
+def tiny_long_demo(tmp_path_factory):
+    """The insulated long demo at test size: 90 pairs 3-20 kb apart on three chromosomes (~2 Mb)."""
+    from epiformer.demo_long import generate_long_demo
+
+    return generate_long_demo(tmp_path_factory.mktemp("long"), TINY_LONG_DEMO)
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ import yaml
 
 from epiformer.constants import ELEMENTS
 from epiformer.demo import DemoSpec
+from epiformer.demo_long import LongDemoSpec
 from epiformer.encode import encode_shards
 from epiformer.genome import Genome
 from epiformer.pairs import ELEMENT_COLUMNS, read_pairs
@@ -32,6 +33,7 @@ from epiformer.windows import WindowSpec, make_windows
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 TINY_DEMO = DemoSpec(n_chromosomes=3, chromosome_length=200_000, positives_per_cell=60)
+TINY_LONG_DEMO = LongDemoSpec(pairs=90, n_chromosomes=3, max_distance=20_000)  # every split holds positives
 TINY_MODEL = {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_ff": 32, "patch_size": 4, "kernel_size": 8, "dropout": 0.0}
 # What a copy of the workflow needs beside config/: the rules and what they run, and the
 # docs/ table the scaling-reference rule reads.

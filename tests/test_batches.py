@@ -1,12 +1,15 @@
 """epiformer.batches: a split's pairs as model batches, centred or augmented, in any number of workers."""
 
 import numpy as np
+import pytest
 import torch
 
-from epiformer.batches import PairBatches, batch_loader
+from epiformer.batches import PairBatches, SpanBatches, batch_loader, token_budget_batches
 from epiformer.encode import encode_shards, one_hot
 from epiformer.genome import Genome
 from epiformer.shards import load_split
+from epiformer.spans import encode_span_shards, span_coordinates
+from tests.helpers import windows_frame
 
 
 def expected_onehot(genome, window, element, shift=0, flank=2):
@@ -90,3 +93,98 @@ def test_batches_of_pooled_folders_carry_each_pairs_source_and_distance(small_sh
     assert batch["source"].tolist() == [0] * len(windows) + [1] * 9
     assert batch["distance"].tolist() == windows["distance"].tolist() + other["distance"].tolist()
     assert batch["pair_id"].tolist() == windows["pair_id"].tolist() + other["pair_id"].tolist()
+
+
+def varied_span_shards(small_fasta, tmp_path, pairs: int = 40, flank: int = 3):
+    """`pairs` spans on chrA of small_fasta, 30 to ~400 bp, both orders, in shards of 6."""
+    path, _ = small_fasta
+    rng = np.random.default_rng(5)
+    rows = []
+    for _ in range(pairs):
+        first = int(rng.integers(5, 60))  # room for the flank: no shifted span leaves chrA
+        second = first + int(rng.integers(14, 380))
+        promoter_first = rng.random() < 0.5
+        enhancer, promoter = (second, first) if promoter_first else (first, second)
+        rows.append(("chrA", enhancer, enhancer + 12, "chrA", promoter, promoter + 10))
+    windows = windows_frame(rows)
+    encode_span_shards(windows, path, tmp_path / "spans", flank=flank, shard_size=6)
+    return path, windows, load_split(tmp_path / "spans", "train")
+
+
+@pytest.mark.parametrize("max_bases", [1, 150, 600, 5000])
+def test_token_budget_batches_hold_every_row_once_within_the_budget(max_bases):
+    lengths = np.random.default_rng(0).integers(1, 400, 300)
+    batches = token_budget_batches(lengths, max_bases)
+    rows = np.concatenate(batches)
+    assert sorted(rows.tolist()) == list(range(300))  # every row exactly once
+    for batch in batches:
+        assert len(batch) == 1 or len(batch) * lengths[batch].max() <= max_bases
+    if max_bases >= 400:  # room for two of the longest: batches are as full as the order allows
+        merged = [np.concatenate([a, b]) for a, b in zip(batches, batches[1:])]
+        assert all(len(m) * lengths[m].max() > max_bases for m in merged)
+
+
+def test_span_batches_cover_every_pair_once_per_epoch_and_respect_the_budget(small_fasta, tmp_path):
+    _, windows, data = varied_span_shards(small_fasta, tmp_path)
+    span_lengths = data.lengths - 2 * data.flank
+    for epoch in (1, 2):
+        batches = SpanBatches(data, 800, shuffle=True, seed=1, epoch=epoch, max_shift=3, reverse_complement_prob=0.5)
+        seen = [b["pair_id"].tolist() for b in batch_loader(batches)]
+        assert sorted(i for ids in seen for i in ids) == sorted(windows["pair_id"])
+        for batch in batch_loader(batches):
+            rows, longest = len(batch["label"]), batch["span"].shape[1]
+            assert rows == 1 or rows * longest <= 800
+            assert longest == span_lengths[np.searchsorted(data.pair_id, batch["pair_id"].numpy())].max()
+    orders = [[b["pair_id"].tolist() for b in SpanBatches(data, 800, shuffle=True, seed=1, epoch=e)] for e in (1, 2)]
+    assert orders[0] != orders[1]  # another epoch, another order of batches
+
+
+def expected_span(genome, spans_row, shift: int) -> tuple[np.ndarray, np.ndarray]:
+    """One-hot and segment ids of a span shifted by `shift`, from the genome and coordinates, apart from the package."""
+    start, end = spans_row.span_start + shift, spans_row.span_end + shift
+    bases = one_hot([genome.fetch(spans_row.chrom, start, end)])[0]
+    position = np.arange(end - start) + shift
+    first, second = (0, 1) if spans_row.enhancer_first else (1, 0)
+    segments = np.where(position < spans_row.first_end, first, np.where(position < spans_row.second_start, 2, second))
+    return bases, segments
+
+
+def test_span_batches_hold_the_genome_shifted_within_the_flank_and_reverse_complemented(small_fasta, tmp_path):
+    path, windows, data = varied_span_shards(small_fasta, tmp_path)
+    genome, spans = Genome(path), span_coordinates(windows).set_index("pair_id")
+    centred = list(batch_loader(SpanBatches(data, 900)))
+    for batch in centred:
+        for row, pair_id in enumerate(batch["pair_id"].tolist()):
+            bases, segments = expected_span(genome, spans.loc[pair_id], 0)
+            length = len(bases)
+            np.testing.assert_array_equal(batch["span"][row, :length].numpy(), bases)
+            np.testing.assert_array_equal(batch["segment"][row, :length].numpy(), segments)
+            np.testing.assert_array_equal(batch["span_valid"][row].numpy(), np.arange(batch["span"].shape[1]) < length)
+            assert batch["distance"][row] == length
+    for flip in (0.0, 1.0):
+        augmented = SpanBatches(data, 900, shuffle=True, seed=2, epoch=1, max_shift=3, reverse_complement_prob=flip)
+        for batch in batch_loader(augmented):
+            for row, pair_id in enumerate(batch["pair_id"].tolist()):
+                candidates = [expected_span(genome, spans.loc[pair_id], s) for s in range(-3, 4)]
+                if flip:
+                    candidates = [(b[::-1, ::-1], s[::-1]) for b, s in candidates]
+                length = len(candidates[0][0])
+                got = batch["span"][row, :length].numpy(), batch["segment"][row, :length].numpy()
+                assert any((got[0] == b).all() and (got[1] == s).all() for b, s in candidates)
+
+
+def test_span_ranks_take_disjoint_batches_and_the_same_number_of_steps(small_fasta, tmp_path):
+    _, windows, data = varied_span_shards(small_fasta, tmp_path)
+    ranks = [SpanBatches(data, 700, shuffle=True, seed=0, epoch=1, rank=r, world_size=3) for r in range(3)]
+    assert len({len(r) for r in ranks}) == 1
+    seen = [{i for b in batch_loader(r) for i in b["pair_id"].tolist()} for r in ranks]
+    assert not (seen[0] & seen[1] or seen[0] & seen[2] or seen[1] & seen[2])
+    whole = len(token_budget_batches(data.lengths - 2 * data.flank, 700))
+    assert len(ranks[0]) == whole // 3
+
+
+def test_span_batches_do_not_depend_on_loader_workers(small_fasta, tmp_path):
+    _, _, data = varied_span_shards(small_fasta, tmp_path)
+    batches = SpanBatches(data, 600, shuffle=True, seed=4, epoch=3, max_shift=3, reverse_complement_prob=0.5)
+    for a, b in zip(batch_loader(batches), batch_loader(batches, workers=2), strict=True):
+        assert all(torch.equal(a[k], b[k]) for k in a)

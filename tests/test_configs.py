@@ -12,9 +12,10 @@ import pytest
 import yaml
 
 from epiformer.batches import PairBatches
-from epiformer.configs import ATTENTIONS, ModelConfig, TrainConfig
+from epiformer.configs import ATTENTIONS, INPUTS, ModelConfig, TrainConfig
 from epiformer.constants import BASELINES
 from epiformer.demo import DemoSpec
+from epiformer.demo_long import LongDemoSpec
 from epiformer.encode import encode_shards
 from epiformer.shards import load_manifest, load_split
 from epiformer.splits import SplitSpec
@@ -23,7 +24,18 @@ from epiformer.windows import WindowSpec
 from tests.helpers import REPO, TINY_MODEL, snakemake
 
 SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())["properties"]
-API_ONLY = {"max_shift"}  # TrainConfig fields no config key sets (the flank travels in the shard manifest)
+API_ONLY = {"max_shift"}
+LONG_DEMO_API_ONLY = {
+    "cell",
+    "partner_fraction",
+    "hard_fraction",
+    "insulated_fraction",
+    "insulator_sites",
+    "clearance",
+    "p_open",
+    "p_blocked",
+    "p_background",
+}  # TrainConfig fields no config key sets (the flank travels in the shard manifest)
 
 
 def schema_defaults(block: dict) -> dict:
@@ -33,8 +45,10 @@ def schema_defaults(block: dict) -> dict:
 def test_model_defaults_are_the_schema_defaults():
     schema = schema_defaults(SCHEMA["models"]["additionalProperties"])
     fields = {field.name: field.default for field in dataclasses.fields(ModelConfig)}
-    assert set(schema) - {"pooled"} == set(fields) - {"attention"}  # attention is required in the config
+    # attention is required in the config; input falls back to windows.input
+    assert set(schema) - {"pooled"} == set(fields) - {"attention", "input"}
     assert {key: fields[key] for key in schema if key != "pooled"} == {k: v for k, v in schema.items() if k != "pooled"}
+    assert fields["input"] == SCHEMA["windows"]["properties"]["input"]["default"]
 
 
 def test_train_defaults_are_the_schema_defaults():
@@ -53,6 +67,7 @@ def test_train_defaults_are_the_schema_defaults():
         (WindowSpec, "windows", set()),
         (SplitSpec, "split", set()),
         (DemoSpec, "demo", {"min_distance", "max_distance", "cells", "enhancers_per_mb", "promoters_per_mb"}),
+        (LongDemoSpec, "demo_long", LONG_DEMO_API_ONLY),
     ],
 )
 def test_stage_spec_defaults_are_the_schema_defaults(spec, block, api_only):
@@ -65,12 +80,25 @@ def test_stage_spec_defaults_are_the_schema_defaults(spec, block, api_only):
 def test_schema_choices_are_the_package_constants():
     assert tuple(SCHEMA["baselines"]["properties"]["names"]["items"]["enum"]) == BASELINES
     assert tuple(SCHEMA["models"]["additionalProperties"]["properties"]["attention"]["enum"]) == ATTENTIONS
+    assert tuple(SCHEMA["models"]["additionalProperties"]["properties"]["input"]["enum"]) == INPUTS
+    assert tuple(SCHEMA["windows"]["properties"]["input"]["enum"]) == INPUTS
 
 
 def test_documented_config_sets_every_schema_key():
     """config/config.yaml documents every key next to its value; a key the schema adds must appear there."""
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    for block in ("train", "augment", "encode", "evaluate", "baselines", "split", "windows", "demo", "scaling"):
+    for block in (
+        "train",
+        "augment",
+        "encode",
+        "evaluate",
+        "baselines",
+        "split",
+        "windows",
+        "demo",
+        "demo_long",
+        "scaling",
+    ):
         missing = set(SCHEMA[block]["properties"]) - set(config[block])
         assert not missing, f"config/config.yaml {block}: does not document {sorted(missing)}"
     assert set(SCHEMA["resources"]["properties"]["train"]["properties"]) == set(config["resources"]["train"])

@@ -103,3 +103,80 @@ def test_a_distance_aware_model_reads_the_distance_and_a_sequence_only_model_ign
     torch.testing.assert_close(blind(enhancer, promoter, distance=near), blind(enhancer, promoter, distance=far))
     # The distance enters only the head: two more inputs to its first layer, and a linear term.
     assert count_parameters(aware) - count_parameters(blind) == 2 * 16 + 2 + 1
+
+
+def span_model(attention="linear", patch=4, kernel=8, seed=0):
+    torch.manual_seed(seed)
+    config = ModelConfig(
+        attention=attention, input="span", d_model=16, n_heads=2, d_ff=32, patch_size=patch, kernel_size=kernel
+    )
+    return EPITransformer(config).eval()
+
+
+def span_input(length, seed, first_end, second_start):
+    """One span: one-hot [1, L, 4], segments enhancer | between | promoter, every base valid."""
+    segment = torch.full((1, length), 2)
+    segment[0, :first_end], segment[0, second_start:] = 0, 1
+    return one_hot(1, length, seed), segment, torch.ones(1, length, dtype=torch.bool)
+
+
+@pytest.mark.parametrize("attention", ["linear", "softmax"])
+def test_a_span_padded_in_a_batch_of_longer_spans_scores_as_alone(attention):
+    model = span_model(attention)
+    short, long = span_input(37, 1, 8, 29), span_input(64, 2, 8, 52)
+    alone = model(span=short[0], segment=short[1], span_valid=short[2])
+    padded = [
+        torch.cat([torch.nn.functional.pad(s, (0, 0, 0, 27) if s.dim() == 3 else (0, 27)), other])
+        for s, other in zip(short, long)
+    ]
+    together = model(span=padded[0], segment=padded[1], span_valid=padded[2])
+    torch.testing.assert_close(together[0], alone[0], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        together[1], model(span=long[0], segment=long[1], span_valid=long[2])[0], atol=1e-5, rtol=1e-5
+    )
+
+
+def test_an_assembly_gap_is_neither_attended_nor_pooled_but_keeps_its_place():
+    model = span_model()
+    span, segment, valid = span_input(40, 3, 8, 32)
+    gap = torch.zeros(1, 16, 4)  # N bases: all-zero rows, not valid
+    with_gap = torch.cat([span[:, :20], gap, span[:, 20:]], dim=1)
+    gap_segment = torch.cat([segment[:, :20], torch.full((1, 16), 2), segment[:, 20:]], dim=1)
+    gap_valid = with_gap.any(dim=-1)
+    trailing = torch.cat([span, gap], dim=1), torch.cat([segment, torch.full((1, 16), 2)], dim=1)
+    plain = model(span=span, segment=segment, span_valid=valid)
+    # At the end, a gap is like padding: nothing changes.
+    torch.testing.assert_close(
+        model(span=trailing[0], segment=trailing[1], span_valid=trailing[0].any(dim=-1)), plain, atol=1e-5, rtol=1e-5
+    )
+    # Inside, its tokens are masked but positions still count it: the bases after it sit further along.
+    inside = model(span=with_gap, segment=gap_segment, span_valid=gap_valid)
+    assert not torch.allclose(inside, plain, atol=1e-4)
+    garbage = with_gap.clone()
+    garbage[:, 20:36] = one_hot(1, 16, 9)  # what lies under an invalid token does not matter
+    torch.testing.assert_close(
+        model(span=garbage, segment=gap_segment, span_valid=gap_valid), inside, atol=1e-5, rtol=1e-5
+    )
+
+
+def test_a_span_model_embeds_three_segments_and_reads_them():
+    model = span_model()
+    assert model.segment.weight.shape[0] == 3
+    assert (
+        EPITransformer(ModelConfig(d_model=16, n_heads=2, d_ff=32)).segment.weight.shape[0] == 2
+    )  # saved element models load
+    span, segment, valid = span_input(48, 4, 8, 40)
+    swapped = torch.where(segment == 2, segment, 1 - segment)  # enhancer and promoter exchanged
+    assert not torch.allclose(
+        model(span=span, segment=segment, span_valid=valid), model(span=span, segment=swapped, span_valid=valid)
+    )
+    with pytest.raises(ValueError, match="reads spans"):
+        model(one_hot(1, 16, 1), one_hot(1, 16, 2))
+
+
+def test_a_linear_span_model_forms_no_t_by_t_tensor():
+    model = span_model(patch=1, kernel=1)
+    length = 4096
+    span, segment, valid = span_input(length, 5, 100, 4000)
+    shapes = tensor_shapes_during(lambda: model(span=span, segment=segment, span_valid=valid).sum().backward())
+    assert shapes and not quadratic_tensors(shapes, length)

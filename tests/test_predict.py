@@ -36,6 +36,8 @@ TRAINED_WINDOWS = {
     "edge": "shift",
     "allow_trans": False,
     "max_n_fraction": 0.5,
+    "input": "elements",
+    "max_span": 100_000,
 }
 DROP_REASONS = {
     f"{element}_window_{why}" for element in ("enhancer", "promoter") for why in ("off_chromosome", "mostly_n")
@@ -127,6 +129,12 @@ def test_window_settings_come_from_the_model_and_overrides_are_logged(caplog):
     with caplog.at_level(logging.WARNING):
         older = window_spec_for({"widths": {"enhancer": 100, "promoter": 80}}, max_n_fraction=0.3)
     assert older == WindowSpec(100, 80, max_n_fraction=0.3) and "records no window settings" in caplog.text
+
+
+def test_an_element_model_of_a_run_with_span_models_scores_pairs_of_any_span():
+    """Its windows stage dropped pairs without a span for the span models' sake; scoring drops none for it."""
+    windows = {**TRAINED_WINDOWS, "enhancer_width": 100, "promoter_width": 80, "input": "span", "max_span": 5_000}
+    assert window_spec_for({"windows": windows}) == WindowSpec(100, 80, max_span=5_000)
 
 
 def labelled_rows(finished, n=40) -> pd.DataFrame:
@@ -233,6 +241,10 @@ def broken_model(finished, tmp_path, case):
         description = json.loads((folder / "model.json").read_text())
         del description["windows"]
         (folder / "model.json").write_text(json.dumps(description))
+    elif case == "span model":
+        description = json.loads((folder / "model.json").read_text())
+        description["model"]["input"] = "span"
+        (folder / "model.json").write_text(json.dumps(description))
     elif case == "weights of another model":
         description = json.loads((folder / "model.json").read_text())
         description["model"]["d_model"] = 32
@@ -251,6 +263,7 @@ MODEL_CASES = {
     "not json": ["model.json is not a model", "Re-run training"],
     "no windows": ["model.json is not a model"],
     "weights of another model": ["does not load", "belong together"],
+    "span model": ["is a span model", "element-window models only"],
     "truncated weights": ["does not load"],
 }
 

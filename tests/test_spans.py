@@ -5,8 +5,8 @@ import pytest
 from safetensors.numpy import load_file
 
 from epiformer.encode import encode_shards
-from epiformer.shards import ShardError, load_split
-from epiformer.spans import SpanShardSet, encode_span_shards, span_coordinates
+from epiformer.shards import ShardError, ShardSet, SpanShardSet, load_split
+from epiformer.spans import encode_span_shards, span_coordinates
 from tests.helpers import (
     bedtools_getfasta,
     encode_killed_after_two_shards,
@@ -210,7 +210,8 @@ def test_other_kinds_and_formats_are_refused_clearly(span_shards, tmp_path):
     with pytest.raises(ShardError, match="'windows' shards .*not span shards"):
         SpanShardSet(tmp_path / "windows_shards", "train")
     with pytest.raises(ShardError, match="these are span shards .*SpanShardSet"):
-        load_split(shard_dir, "train")  # the window-shard reader refuses span shards, naming their kind
+        ShardSet(shard_dir, "train")  # the window-shard reader refuses span shards, naming their kind
+    assert isinstance(load_split(shard_dir, "train"), SpanShardSet)  # load_split tells the kinds apart
     manifest = json.loads((shard_dir / "manifest.json").read_text())
     (shard_dir / "manifest.json").write_text(json.dumps({**manifest, "format_version": 99}))
     with pytest.raises(ShardError, match="span shard format 99, this epiformer reads 1"):

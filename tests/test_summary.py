@@ -31,6 +31,7 @@ EXISTING_COLUMNS = [
     "model",
     "kind",
     "attention",
+    "input",
     "auroc",
     "auroc_lo",
     "auroc_hi",
@@ -47,7 +48,9 @@ EXISTING_COLUMNS = [
     "train_seconds",
     "tokens_per_s",
     "device",
+    "peak_memory_mb",
     "oracle_auroc",
+    "element_ceiling_auroc",
 ]
 
 
@@ -122,6 +125,7 @@ def test_a_model_row_takes_its_values_from_metrics_json_and_model_json(tmp_path)
         "model": "softmax",
         "kind": "transformer",
         "attention": "softmax",
+        "input": "elements",
         "auroc": 0.8125,
         "auroc_lo": 0.75,
         "auroc_hi": 0.875,
@@ -138,7 +142,9 @@ def test_a_model_row_takes_its_values_from_metrics_json_and_model_json(tmp_path)
         "train_seconds": 12.5,
         "tokens_per_s": 800.0,
         "device": "cpu",
+        "peak_memory_mb": None,
         "oracle_auroc": None,
+        "element_ceiling_auroc": None,
     }
 
 

@@ -15,6 +15,7 @@ import torch
 from safetensors.torch import load_file
 from sklearn.metrics import average_precision_score, roc_auc_score
 
+from epiformer.batches import SpanBatches
 from epiformer.encode import encode_shards
 from epiformer.genome import Genome
 from epiformer.inference import load_trained_model
@@ -323,3 +324,83 @@ def test_one_model_trains_on_several_cell_lines_with_their_distances(shard_dir, 
     assert alone > 0 and description["tokens_per_s"] * log["seconds"][0] == pytest.approx(
         2 * single["tokens_per_s"] * pd.read_csv(tmp_path / "one" / "train_log.tsv", sep="\t")["seconds"][0]
     )
+
+
+SPAN_MODEL = ModelConfig(**{**TINY_MODEL.to_dict(), "input": "span", "patch_size": 16, "kernel_size": 16})
+
+
+@pytest.fixture(scope="module")
+def span_shard_dir(tiny_long_demo, tmp_path_factory):
+    """The tiny long demo's spans (3-20 kb, so batches of every size), split by chromosome."""
+    from epiformer.spans import encode_span_shards
+
+    genome = Genome(tiny_long_demo["genome"])
+    windows, _ = make_windows(read_pairs(tiny_long_demo["demo_long"]), genome.sizes, WindowSpec(64, 48, input="span"))
+    windows = assign_splits(windows, SplitSpec(val_chromosomes=("chr2",), test_chromosomes=("chr3",)))
+    out = tmp_path_factory.mktemp("span-shards")
+    stats = {"split_mode": "chromosome", "leak_prone": False}
+    encode_span_shards(windows, tiny_long_demo["genome"], out, flank=4, shard_size=16, windows_stats=stats)
+    return out
+
+
+def span_config(**overrides):
+    return train_config(**{"epochs": 3, "max_tokens_per_batch": 2_000, **overrides})
+
+
+def test_a_span_model_trains_evaluates_and_counts_span_tokens(span_shard_dir, tmp_path):
+    from epiformer.evaluate import evaluate_model
+
+    description = train_model(span_shard_dir, SPAN_MODEL, span_config(epochs=2), tmp_path / "m", tmp_path / "ckpt")
+    assert description["model"]["input"] == "span" and description["windows"]["input"] == "span"
+    assert description["peak_memory_mb"] > 0
+    log = pd.read_csv(tmp_path / "m" / "train_log.tsv", sep="\t")
+    train = load_split(span_shard_dir, "train")
+    tokens = int((-(-(train.lengths - 2 * train.flank) // SPAN_MODEL.patch_size)).sum())
+    np.testing.assert_allclose(log["tokens_per_s"] * log["seconds"], tokens, rtol=1e-6)
+    metrics = evaluate_model(tmp_path / "m", span_shard_dir, tmp_path / "p.tsv", tmp_path / "m.json", resamples=10)
+    predictions = pd.read_csv(tmp_path / "p.tsv", sep="\t")
+    test = load_split(span_shard_dir, "test")
+    assert sorted(predictions["pair_id"]) == sorted(test.pair_id.tolist())  # every test pair once, by pair_id
+    by_id = dict(zip(test.pair_id.tolist(), test.label.tolist()))
+    assert all(by_id[p] == label for p, label in zip(predictions["pair_id"], predictions["label"]))
+    assert metrics["windows"]["input"] == "span"
+
+
+@pytest.mark.parametrize("signal_name, exit_code", [("SIGKILL", -9), ("SIGTERM", 143)])
+def test_a_span_training_stopped_mid_epoch_resumes_to_identical_predictions(
+    span_shard_dir, tmp_path, signal_name, exit_code
+):
+    config = span_config(checkpoint_minutes=1e-9)
+    train_model(span_shard_dir, SPAN_MODEL, config, tmp_path / "straight", tmp_path / "ckpt-straight")
+    train = load_split(span_shard_dir, "train")
+    steps_per_epoch = len(SpanBatches(train, config.max_tokens_per_batch * SPAN_MODEL.patch_size))
+    script = MID_EPOCH_SIGNAL.format(model=SPAN_MODEL.to_dict(), config=vars(config))
+    stop_at = steps_per_epoch + steps_per_epoch // 2
+    stopped = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            script,
+            str(span_shard_dir),
+            str(tmp_path / "resumed"),
+            str(tmp_path / "ckpt"),
+            str(stop_at),
+            signal_name,
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert stopped.returncode == exit_code, stopped.stderr
+    checkpoint = torch.load(tmp_path / "ckpt" / "last.pt", weights_only=True)
+    assert checkpoint["partial"]["epoch"] == 2
+    assert checkpoint["partial"]["batches_done"] == stop_at - steps_per_epoch - (signal_name == "SIGKILL")
+    train_model(span_shard_dir, SPAN_MODEL, config, tmp_path / "resumed", tmp_path / "ckpt")
+    assert same_predictions(span_shard_dir, tmp_path, "straight", "resumed")
+
+
+def test_two_process_span_training_takes_disjoint_batches_and_finishes(span_shard_dir, tmp_path):
+    config = span_config(epochs=2, devices=2)
+    description = train_model(span_shard_dir, SPAN_MODEL, config, tmp_path / "two", tmp_path / "ckpt")
+    assert description["device"] == "cpu x 2"
+    log = pd.read_csv(tmp_path / "two" / "train_log.tsv", sep="\t")
+    assert log["epoch"].tolist() == [1, 2] and np.isfinite(log["val_auroc"]).all()

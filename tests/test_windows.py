@@ -70,6 +70,50 @@ def test_trans_pairs_need_allow_trans():
     assert len(windows) == 1
 
 
+def test_span_input_drops_pairs_over_max_span_and_across_chromosomes_by_reason():
+    rng = np.random.default_rng(8)
+    rows = [("chr1", int(e), int(e) + 40, "chr1", int(p), int(p) + 30, 1) for e, p in rng.integers(0, 9_800, (60, 2))]
+    rows += [("chr1", 100, 200, "chr2", 500, 600, 0), ("chr3", 100, 200, "chr1", 500, 600, 0)]
+    pairs = pairs_frame(rows)
+    everything, _ = make_windows(pairs, SIZES, WindowSpec(100, 80, allow_trans=True))
+    windows, stats = make_windows(pairs, SIZES, WindowSpec(100, 80, allow_trans=True, input="span", max_span=3_000))
+    # The span, computed here apart from the package: the first window's start to the further window end.
+    cis = everything[everything["enhancer_chrom"] == everything["promoter_chrom"]]
+    span = np.maximum(cis["enhancer_end"], cis["promoter_end"]) - np.minimum(
+        cis["enhancer_start"], cis["promoter_start"]
+    )
+    expected_kept = set(cis["pair_id"][span <= 3_000])
+    assert 0 < len(expected_kept) < len(cis)
+    assert set(windows["pair_id"]) == expected_kept
+    assert stats.dropped["span_longer_than_max_span"] == len(cis) - len(expected_kept)
+    assert stats.dropped["span_across_chromosomes"] == 2
+    assert set(stats.dropped_ids["span_longer_than_max_span"]) == set(cis["pair_id"]) - expected_kept
+    elements, _ = make_windows(pairs, SIZES, WindowSpec(100, 80, allow_trans=True, max_span=3_000))
+    assert len(elements) == len(pairs)  # element input reads no span: max_span drops nothing
+
+
+def test_kept_spans_are_what_bedtools_getfasta_reads_within_max_span(genome, tmp_path):
+    require_bedtools()
+    path, sizes = genome, {name: CHROM_LENGTH for name in ("chr1", "chr2", "chr3")}
+    rng = np.random.default_rng(4)
+    rows = [("chr1", int(e), int(e) + 20, "chr1", int(p), int(p) + 20, 1) for e, p in rng.integers(50, 900, (30, 2))]
+    windows, stats = make_windows(pairs_frame(rows), sizes, WindowSpec(40, 30, input="span", max_span=400))
+    dropped = stats.dropped_ids["span_longer_than_max_span"]
+    assert len(windows) and len(dropped) and len(windows) + len(dropped) == len(rows)
+    spans = [
+        ("chr1", min(w.enhancer_start, w.promoter_start), max(w.enhancer_end, w.promoter_end))
+        for w in windows.itertuples()
+    ]
+    assert all(len(sequence) <= 400 for sequence in bedtools_getfasta(path, spans, tmp_path))
+    everything, _ = make_windows(pairs_frame(rows), sizes, WindowSpec(40, 30))
+    long = everything[everything["pair_id"].isin(dropped)]
+    long_spans = [
+        ("chr1", min(w.enhancer_start, w.promoter_start), max(w.enhancer_end, w.promoter_end))
+        for w in long.itertuples()
+    ]
+    assert all(len(sequence) > 400 for sequence in bedtools_getfasta(path, long_spans, tmp_path))
+
+
 CHROM_LENGTH = 1_000
 
 

@@ -124,7 +124,7 @@ def test_rerun_has_nothing_to_do_and_report_shows_every_figure_with_a_caption(fi
         "results/demo_a/split_audit.html",
         "results/demo_b/split_audit.html",
     ]
-    assert len(figures) == 12 and set(figures + tables) <= set(entries)
+    assert len(figures) == 13 and set(figures + tables) <= set(entries)
     for path in figures + tables:
         entry = entries[path]
         caption = re.sub("<[^>]+>", "", entry["caption"])
@@ -138,7 +138,8 @@ def test_rerun_has_nothing_to_do_and_report_shows_every_figure_with_a_caption(fi
     summary = pd.read_csv(finished / "results" / "summary.tsv", sep="\t", dtype=str)
     page = report_file(entries["results/summary.html"])
     row = summary[(summary["cell_line"] == "demo_b") & (summary["model"] == "kmer")].iloc[0]
-    assert f'<td>demo_b</td><td>kmer</td><td>baseline</td><td></td><td class="number">{row["auroc"]}</td>' in page
+    cells = "<td>demo_b</td><td>kmer</td><td>baseline</td><td></td><td>elements</td>"
+    assert f'{cells}<td class="number">{row["auroc"]}</td>' in page
     description = report_description((finished / "results" / "report.html").read_text(errors="replace"))
     assert "Split by chromosome" in description  # what this run did, with the config's values:
     assert re.search(r"enhancer lies on\s+chr3 are the test split", description)

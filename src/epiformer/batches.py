@@ -91,3 +91,117 @@ def batch_loader(batches: PairBatches, workers: int = 0) -> torch.utils.data.Dat
         prefetch_factor=4 if workers else None,
         generator=torch.Generator().manual_seed(0),
     )
+
+
+SEGMENT_IDS = {"enhancer": 0, "promoter": 1, "between": 2}  # a span base's segment, as the model embeds it
+
+
+def token_budget_batches(lengths: np.ndarray, max_bases: int) -> list[np.ndarray]:
+    """Rows grouped by length so that each batch, padded to its longest row, holds at most `max_bases`.
+
+    Rows are taken shortest first (ties in row order), so each batch holds rows of similar
+    length and padding stays small. A row longer than the budget is a batch of its own:
+    every row is in exactly one batch. Returns int64 row arrays, in length order.
+    """
+    order = np.argsort(np.asarray(lengths), kind="stable")
+    batches, start = [], 0
+    for end in range(1, len(order) + 1):
+        # Ascending lengths: a batch's padded size is its row count times its last row's length.
+        if end == len(order) or (end + 1 - start) * int(lengths[order[end]]) > max_bases:
+            batches.append(order[start:end].astype(np.int64))
+            start = end
+    return batches
+
+
+class SpanBatches(torch.utils.data.Dataset):
+    """Batches of one split's spans for one epoch, bucketed by length under a budget of bases.
+
+    Each batch holds rows of similar length whose padded size (rows x longest span) stays
+    within `max_bases`, so memory stays flat however long the spans are. Which rows share a
+    batch is fixed by the data (`token_budget_batches`); an epoch shuffles the order of the
+    batches from (seed, epoch), so every pair is seen exactly once per epoch. With several
+    processes, rank r of w takes batches r, r + w, ... of that order, cut to a multiple of w
+    so that every process takes the same number of steps; `max_bases` is per process.
+
+    Items: `span` float [B, L, 4] one-hot (N bases all zero); `segment` int64 [B, L]
+    (`SEGMENT_IDS`: enhancer 0, promoter 1, between 2); `span_valid` bool [B, L], True at
+    real, non-N bases (padding and N are False, so an all-N token is neither attended to nor
+    pooled, while positions still count the gap); `label`, `pair_id`, `distance` (the span
+    length), `source`. Training batches may be augmented: the whole span shifted by up to
+    the stored flank, and reverse-complemented with probability `reverse_complement_prob`
+    (its segments reversed with it, so each base keeps its element).
+    """
+
+    def __init__(
+        self,
+        spans,
+        max_bases: int,
+        shuffle: bool = False,
+        seed: int = 0,
+        epoch: int = 0,
+        max_shift: int = 0,
+        reverse_complement_prob: float = 0.0,
+        rank: int = 0,
+        world_size: int = 1,
+    ):
+        if max_shift > spans.flank:
+            raise ValueError(
+                f"A shift of up to {max_shift} bp was asked for, but the span shards hold {spans.flank} bp of flank: "
+                "ask for at most that, or encode the shards again with a larger augment.max_shift."
+            )
+        self.spans, self.seed, self.epoch, self.rank = spans, seed, epoch, rank
+        self.augment = shuffle and (max_shift > 0 or reverse_complement_prob > 0)
+        self.max_shift, self.reverse_complement_prob = max_shift, reverse_complement_prob
+        self.span_lengths = spans.lengths - 2 * spans.flank
+        batches = token_budget_batches(self.span_lengths, max_bases)
+        if shuffle:
+            batches = [batches[i] for i in np.random.default_rng([seed, epoch]).permutation(len(batches))]
+        if world_size > 1:  # every process must take the same number of steps, or DDP waits forever
+            batches = batches[: len(batches) // world_size * world_size]
+        self.batches = batches[rank::world_size]
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def bases(self) -> int:
+        """Span bases in this process's batches (without padding)."""
+        return int(sum(self.span_lengths[rows].sum() for rows in self.batches))
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        rows = self.batches[index]
+        rng = np.random.default_rng([self.seed, self.epoch, self.rank, index]) if self.augment else None
+        shifts = rng.integers(-self.max_shift, self.max_shift + 1, len(rows)) if rng else np.zeros(len(rows), int)
+        flips = rng.random(len(rows)) < self.reverse_complement_prob if rng else np.zeros(len(rows), bool)
+        longest = int(self.span_lengths[rows].max())
+        span = np.zeros((len(rows), longest, 4), dtype=np.uint8)
+        segment = np.full((len(rows), longest), SEGMENT_IDS["between"], dtype=np.int64)
+        valid = np.zeros((len(rows), longest), dtype=bool)
+        for i, (row, shift, flip) in enumerate(zip(rows, shifts, flips)):
+            bases, segments = self._one_span(int(row), int(shift))
+            if flip:
+                bases, segments = bases[::-1, ::-1], segments[::-1]  # complement = channel flip (A, C, G, T)
+            span[i, : len(bases)], segment[i, : len(bases)] = bases, segments
+            valid[i, : len(bases)] = bases.any(axis=1)
+        return {
+            "span": torch.from_numpy(span).float(),
+            "segment": torch.from_numpy(segment),
+            "span_valid": torch.from_numpy(valid),
+            "label": torch.from_numpy(self.spans.label[rows].astype(np.float32)),
+            "pair_id": torch.from_numpy(self.spans.pair_id[rows]),
+            "distance": torch.from_numpy(self.spans.distance[rows].astype(np.float32)),
+            "source": torch.from_numpy(self.spans.source[rows]),
+        }
+
+    def _one_span(self, row: int, shift: int) -> tuple[np.ndarray, np.ndarray]:
+        """uint8 [L, 4] one-hot of the span shifted by `shift` bases, and each base's segment id, int64 [L]."""
+        length, flank = int(self.span_lengths[row]), self.spans.flank
+        bases = self.spans.onehot(row)[flank + shift : flank + shift + length]
+        first_end, second_start = self.spans.segments[row]
+        first, second = ("enhancer", "promoter") if self.spans.enhancer_first[row] else ("promoter", "enhancer")
+        position = np.arange(length) + shift  # in span coordinates: a shifted base keeps its segment by place
+        segments = np.where(
+            position < first_end,
+            SEGMENT_IDS[first],
+            np.where(position < second_start, SEGMENT_IDS["between"], SEGMENT_IDS[second]),
+        )
+        return bases, segments

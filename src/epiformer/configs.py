@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 ATTENTIONS = ("linear", "softmax")
+INPUTS = ("elements", "span")  # the two element windows, or one sequence from the first to the second
 
 
 @dataclass
@@ -26,10 +27,13 @@ class ModelConfig:
     kernel_size: int = 20
     dropout: float = 0.1
     distance: bool = False  # join the pair's log genomic distance to the pooled sequence representation
+    input: str = "elements"  # "elements" (two windows) or "span" (everything from one window to the other)
 
     def __post_init__(self):
         if self.attention not in ATTENTIONS:
             raise ValueError(f"attention must be one of {', '.join(ATTENTIONS)}, not {self.attention!r}")
+        if self.input not in INPUTS:
+            raise ValueError(f"input must be one of {', '.join(INPUTS)}, not {self.input!r}")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         if self.kernel_size < self.patch_size:
@@ -63,9 +67,12 @@ class TrainConfig:
     compile: bool = False
     patience: int = 0  # epochs without a better validation AUPRC before stopping; 0 never stops early
     devices: int = 1  # data-parallel processes (DDP); batch_size is the global batch
+    max_tokens_per_batch: int = 16384  # span models: model tokens in each process's batch, padding included
     checkpoint_minutes: float = 10.0  # also checkpoint within an epoch this often (0: at epoch ends only)
 
     def __post_init__(self):
+        if self.max_tokens_per_batch < 1:
+            raise ValueError(f"train.max_tokens_per_batch must be at least 1, not {self.max_tokens_per_batch}")
         if self.batch_size % self.devices:
             raise ValueError(
                 f"train.batch_size ({self.batch_size}) must divide by train.devices ({self.devices}): "

@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from epiformer.batches import PairBatches, batch_loader
+from epiformer.batches import PairBatches, SpanBatches, batch_loader
 from epiformer.model import EPITransformer, ModelConfig, score_batch
+from epiformer.shards import SpanShardSet
 
 log = logging.getLogger(__name__)
 
@@ -56,14 +57,25 @@ def load_trained_model(model_dir: str | Path, device: torch.device | str = "cpu"
 
 
 @torch.no_grad()
-def predict_split(model, data, batch_size: int, device: torch.device) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Probabilities, labels and pair ids for a split, centred windows, no augmentation."""
+def predict_split(
+    model, data, batch_size: int, device: torch.device, max_tokens: int = 65536
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Probabilities, labels and pair ids for a split, in the data's row order; centred windows, no augmentation.
+
+    Window pairs go `batch_size` at a time; spans by length, within `max_tokens` model tokens a batch.
+    """
     model.eval()
-    scores, labels, ids = [], [], []
-    for batch in batch_loader(PairBatches(data, batch_size)):
+    if isinstance(data, SpanShardSet):
+        batches = SpanBatches(data, max_tokens * model.config.patch_size)
+    else:
+        batches = PairBatches(data, batch_size)
+    scores, labels, ids, rows = [], [], [], []
+    for index, batch in enumerate(batch_loader(batches)):
         with mixed_precision(device):
             logits = score_batch(model, batch, device)
         scores.append(torch.sigmoid(logits.float()).cpu().numpy())
         labels.append(batch["label"].numpy())
         ids.append(batch["pair_id"].numpy())
-    return np.concatenate(scores), np.concatenate(labels).astype(int), np.concatenate(ids)
+        rows.append(batches.batches[index])
+    order = np.argsort(np.concatenate(rows), kind="stable")  # span batches come in length order
+    return (np.concatenate(scores)[order], np.concatenate(labels).astype(int)[order], np.concatenate(ids)[order])

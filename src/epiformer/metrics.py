@@ -22,7 +22,7 @@ from sklearn.metrics import (
 )
 
 from epiformer.fileio import atomic_write_text
-from epiformer.shards import load_manifest
+from epiformer.shards import shard_manifest
 
 
 def best_f1_threshold(labels: np.ndarray, scores: np.ndarray) -> float:
@@ -124,7 +124,7 @@ def compute_metrics(test: pd.DataFrame, val: pd.DataFrame | None, resamples: int
 
 def data_fields(shard_dir) -> dict:
     """What metrics.json says about the data: split mode, whether it is leak-prone, the window spec."""
-    manifest = load_manifest(shard_dir)
+    manifest = shard_manifest(shard_dir)
     return {
         "split_mode": manifest["split"]["mode"],
         "leak_prone": manifest["split"]["leak_prone"],

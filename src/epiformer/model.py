@@ -1,14 +1,25 @@
 """The EPI Transformer: M7 (linear attention) and its softmax twin, identical otherwise.
 
-Input: enhancer [B, Le, 4] and promoter [B, Lp, 4] one-hot (float), optional bool masks
-[B, Le] / [B, Lp] that are True at *valid* bases (False = padding, for batches that mix
-widths), and, for a model with `distance: true`, the pair's genomic distance [B] in bp
-between window centres (-1 across chromosomes). Output: one logit per pair, [B].
+Two inputs (`ModelConfig.input`):
 
-Each element is cut into tokens by a linear projection of `kernel_size` bases taken every
-`patch_size` bases (a strided convolution with no nonlinearity; 1/1 = one token per base),
-given sinusoidal positions within the element and a learned segment embedding, then both
-token sequences are joined so attention can relate enhancer to promoter. Pre-norm blocks,
+- `elements`: enhancer [B, Le, 4] and promoter [B, Lp, 4] one-hot (float), optional bool
+  masks [B, Le] / [B, Lp] that are True at *valid* bases (False = padding, for batches that
+  mix widths). Each element is tokenised on its own with positions within the element and
+  a learned segment embedding (enhancer, promoter); then both token sequences are joined
+  so attention can relate enhancer to promoter.
+- `span`: one sequence [B, L, 4] from the first element window to the second, everything
+  between included (`epiformer.spans`), with each base's segment int64 [B, L] (enhancer 0,
+  promoter 1, between 2; `batches.SEGMENT_IDS`) and a bool mask [B, L], True at real, non-N
+  bases. Positions run along the whole span; a token takes the segment of its first base; a
+  token with no valid base (padding, or an assembly gap) is masked out of attention and of
+  the pool.
+
+A model with `distance: true` also takes the pair's genomic distance [B] in bp (between
+window centres for elements, the span length for spans; -1 across chromosomes). Output:
+one logit per pair, [B].
+
+Tokens are a linear projection of `kernel_size` bases taken every `patch_size` bases (a
+strided convolution with no nonlinearity; 1/1 = one token per base). Pre-norm blocks,
 final LayerNorm, mean pooling over valid tokens only, and a small head. A distance-aware
 model joins `distance_features` (log distance, and whether the pair is across chromosomes)
 to the pooled representation before the head: genomic distance is the strongest single
@@ -110,7 +121,8 @@ class EPITransformer(nn.Module):
         super().__init__()
         self.config = config
         self.tokenizer = Tokenizer(config)
-        self.segment = nn.Embedding(2, config.d_model)
+        # Element models keep two segments, so their saved weights load as before.
+        self.segment = nn.Embedding(3 if config.input == "span" else 2, config.d_model)
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
         self.norm = nn.LayerNorm(config.d_model)
         head_in = config.d_model + (DISTANCE_FEATURES if config.distance else 0)
@@ -119,32 +131,37 @@ class EPITransformer(nn.Module):
         # monotone effect is learned at once, the head learns how sequence modifies it.
         self.distance_logit = nn.Linear(DISTANCE_FEATURES, 1) if config.distance else None
 
-    def embed(self, onehot: torch.Tensor, valid: torch.Tensor, segment: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def embed(self, onehot: torch.Tensor, valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Tokens with positions along the sequence (no segment yet) [B, T, D], and valid tokens [B, T]."""
         tokens, token_valid = self.tokenizer(onehot, valid)  # (B, T, D), (B, T)
         # Scaled by sqrt(D) as in Vaswani et al.: unscaled, sequence content is small beside
         # the unit-amplitude positions, and training sat at chance for hundreds of steps.
         tokens = tokens * math.sqrt(tokens.shape[-1])
-        positions = sinusoidal_positions(tokens.shape[1], tokens.shape[2], tokens.device)
-        return tokens + positions + self.segment.weight[segment], token_valid
+        return tokens + sinusoidal_positions(tokens.shape[1], tokens.shape[2], tokens.device), token_valid
 
-    def forward(self, enhancer, promoter, enhancer_valid=None, promoter_valid=None, distance=None) -> torch.Tensor:
-        # Without masks every token is valid: attention then skips masking (and SDPA can use
-        # its fastest kernels). Decided from the arguments, not the data, so compiled graphs stay whole.
-        masked = enhancer_valid is not None or promoter_valid is not None
-        if enhancer_valid is None:
-            enhancer_valid = torch.ones(enhancer.shape[:2], dtype=torch.bool, device=enhancer.device)
-        if promoter_valid is None:
-            promoter_valid = torch.ones(promoter.shape[:2], dtype=torch.bool, device=promoter.device)
-        e_tokens, e_valid = self.embed(enhancer, enhancer_valid, 0)
-        p_tokens, p_valid = self.embed(promoter, promoter_valid, 1)
-        x = torch.cat([e_tokens, p_tokens], dim=1)  # (B, Te + Tp, D)
-        valid = torch.cat([e_valid, p_valid], dim=1)  # (B, Te + Tp)
-        padding = ~valid if masked else None
+    def forward(
+        self,
+        enhancer=None,
+        promoter=None,
+        enhancer_valid=None,
+        promoter_valid=None,
+        distance=None,
+        span=None,
+        segment=None,
+        span_valid=None,
+    ) -> torch.Tensor:
+        """Logits [B] from the two elements, or from a span (`span`, `segment`, `span_valid`): module docstring."""
+        if self.config.input == "span":
+            if span is None or segment is None or span_valid is None:
+                raise ValueError("this model reads spans (input: span) and needs span, segment and span_valid")
+            x, valid = self.embed(span, span_valid)
+            x = x + self.segment(segment[:, :: self.tokenizer.patch])  # a token's segment is its first base's
+            padding = ~valid  # (B, T): spans of one batch differ in length and may hold gaps
+        else:
+            x, valid, padding = self.join_elements(enhancer, promoter, enhancer_valid, promoter_valid)
         for block in self.blocks:
             x = block(x, padding)
-        x = self.norm(x)
-        weights = valid[..., None].to(x.dtype)
-        pooled = (x * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1)  # (B, D)
+        pooled = self.pool(self.norm(x), valid)  # (B, D)
         if self.config.distance:
             if distance is None:
                 raise ValueError("this model was built with distance: true and needs each pair's distance")
@@ -153,10 +170,38 @@ class EPITransformer(nn.Module):
             return (self.head(joined) + self.distance_logit(features)).squeeze(-1)
         return self.head(pooled).squeeze(-1)
 
+    def pool(self, x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        """[B, T, D] -> [B, D]: the mean over valid tokens only."""
+        weights = valid[..., None].to(x.dtype)
+        return (x * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1)
+
+    def join_elements(self, enhancer, promoter, enhancer_valid, promoter_valid):
+        """Both elements' tokens as one sequence [B, Te + Tp, D], valid tokens, and the padding mask (or None)."""
+        # Without masks every token is valid: attention then skips masking (and SDPA can use
+        # its fastest kernels). Decided from the arguments, not the data, so compiled graphs stay whole.
+        masked = enhancer_valid is not None or promoter_valid is not None
+        if enhancer_valid is None:
+            enhancer_valid = torch.ones(enhancer.shape[:2], dtype=torch.bool, device=enhancer.device)
+        if promoter_valid is None:
+            promoter_valid = torch.ones(promoter.shape[:2], dtype=torch.bool, device=promoter.device)
+        e_tokens, e_valid = self.embed(enhancer, enhancer_valid)
+        p_tokens, p_valid = self.embed(promoter, promoter_valid)
+        x = torch.cat([e_tokens + self.segment.weight[0], p_tokens + self.segment.weight[1]], dim=1)  # (B, Te + Tp, D)
+        valid = torch.cat([e_valid, p_valid], dim=1)  # (B, Te + Tp)
+        return x, valid, ~valid if masked else None
+
 
 def score_batch(model: nn.Module, batch: dict, device: torch.device) -> torch.Tensor:
-    """Logits [B] of a `batches.PairBatches` batch: both elements, and the distance for models that use it."""
-    return model(batch["enhancer"].to(device), batch["promoter"].to(device), distance=batch["distance"].to(device))
+    """Logits [B] of a `batches.PairBatches` or `batches.SpanBatches` batch (with the distance, for models using it)."""
+    distance = batch["distance"].to(device)
+    if "span" in batch:
+        return model(
+            span=batch["span"].to(device),
+            segment=batch["segment"].to(device),
+            span_valid=batch["span_valid"].to(device),
+            distance=distance,
+        )
+    return model(batch["enhancer"].to(device), batch["promoter"].to(device), distance=distance)
 
 
 def count_parameters(model: nn.Module) -> int:

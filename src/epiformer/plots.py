@@ -227,6 +227,49 @@ def plot_comparison(summary_tsv: str | Path, out_png: str | Path) -> None:
     save_figure(fig, out_png)
 
 
+def plot_cost(summary_tsv: str | Path, out_png: str | Path) -> None:
+    """Test AUROC (95% interval) against training time for every Transformer, one panel per cell line.
+
+    Marker shape says the input (circle: the two element windows; square: the span), colour the
+    attention (blue: linear, M7; orange: softmax). The oracle and, where the truth table gives
+    it, the best AUROC the element windows allow are drawn as lines.
+    """
+    table = pd.read_csv(summary_tsv, sep="\t")
+    table = table[table["kind"] == "transformer"]
+    cells = list(dict.fromkeys(table["cell_line"]))
+    fig, axes = plt.subplots(1, max(1, len(cells)), figsize=(5.5 * max(1, len(cells)), 4.2), squeeze=False)
+    for ax, cell in zip(axes[0], cells):
+        part = table[table["cell_line"] == cell]
+        for entry in part.itertuples():
+            ax.errorbar(
+                entry.train_seconds / 60,
+                entry.auroc,
+                yerr=[[entry.auroc - entry.auroc_lo], [entry.auroc_hi - entry.auroc]],
+                fmt="s" if getattr(entry, "input", "elements") == "span" else "o",
+                color="tab:orange" if entry.attention == "softmax" else "tab:blue",
+                capsize=3,
+            )
+            ax.annotate(entry.model, (entry.train_seconds / 60, entry.auroc), textcoords="offset points", xytext=(6, 4))
+        for column, style, label in (
+            ("oracle_auroc", "--", "oracle (true probabilities)"),
+            ("element_ceiling_auroc", ":", "best from the element windows"),
+        ):
+            if column in part and part[column].notna().any():
+                ax.axhline(part[column].dropna().iloc[0], color="tab:green", linestyle=style, label=label)
+        ax.set_xscale("log")
+        ax.set(xlabel="training time (minutes, log scale)", ylabel="test AUROC (95% interval)", title=cell)
+        ax.grid(alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, loc="lower right")
+    fig.suptitle(
+        "Accuracy against training cost: circles read the element windows, squares the span;\n"
+        "blue linear attention (M7), orange softmax",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    save_figure(fig, out_png)
+
+
 def plot_transfer(table_tsv: str | Path, model: str, out_png: str | Path) -> None:
     """Train-cell x test-cell heatmaps of AUROC (left) and AUPRC (right) for one model."""
     table = pd.read_csv(table_tsv, sep="\t")

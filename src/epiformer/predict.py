@@ -84,6 +84,11 @@ def load_model_folder(model_dir: str | Path, device: torch.device | str = "cpu")
             f"{model_dir / 'model.json'} is not a model description written by epiformer training "
             f"({type(error).__name__}: {error}). Re-run training for this model, or restore the file."
         ) from error
+    if description["model"].get("input", "elements") == "span":
+        raise ModelError(
+            f"{model_dir} is a span model (input: span); `epiformer predict` scores element-window models only "
+            "for now. Give a model trained with input: elements, or score spans through the workflow's evaluate rule."
+        )
     try:
         model, description = load_trained_model(model_dir, device)
     except (RuntimeError, ValueError, TypeError, KeyError, SafetensorError) as error:
@@ -136,6 +141,9 @@ def window_spec_for(
         if trained and value != trained.get(key):
             log.warning("Scoring with %s=%s; the model was trained with %s=%s.", key, value, key, trained.get(key))
         settings[key] = value
+    # Scoring reads element windows only: a run that also trained span models recorded
+    # `input: span` (its windows stage dropped pairs without a span), which must not drop pairs here.
+    settings["input"] = "elements"
     return WindowSpec(enhancer_width=windows["enhancer_width"], promoter_width=windows["promoter_width"], **settings)
 
 

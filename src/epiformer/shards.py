@@ -1,4 +1,5 @@
-"""Reading shards back (layout in `epiformer.encode`), without PyTorch.
+"""Reading shards back, without PyTorch: window shards (layout in `epiformer.encode`) and span
+shards (layout in `epiformer.spans`); `load_split` tells the two kinds apart by their manifest.
 
 Shards are memory-mapped, never loaded whole: a `ShardSet` parses each safetensors header
 and maps the tensors in place, so RAM stays flat however many shards a split has; only
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from epiformer.constants import ELEMENTS, SHARD_FORMAT, WINDOW_SHARDS
+from epiformer.constants import ELEMENTS, SHARD_FORMAT, SPAN_SHARD_FORMAT, SPAN_SHARDS, WINDOW_SHARDS
 from epiformer.fileio import sha256_file
 
 SAFETENSORS_DTYPES = {"U8": np.uint8, "I64": np.int64}
@@ -111,16 +112,29 @@ def pooled_manifest(shard_dirs: list[str | Path]) -> dict:
     }
 
 
+def shard_kind(shard_dir: str | Path) -> str:
+    """`windows` or `span`: what a shard folder's manifest says it holds."""
+    path = Path(shard_dir) / "manifest.json"
+    if not path.exists():
+        raise ShardError(f"{path} is missing: re-run the encode step for this cell line.")
+    return json.loads(path.read_text()).get("kind", WINDOW_SHARDS)
+
+
 def shard_manifest(shard_dir: str | Path | list) -> dict:
-    """One folder's manifest, or the pooled manifest of a list of folders."""
-    return pooled_manifest(list(shard_dir)) if isinstance(shard_dir, (list, tuple)) else load_manifest(shard_dir)
+    """One folder's manifest (window or span shards), or the pooled manifest of a list of window shard folders."""
+    if isinstance(shard_dir, (list, tuple)):
+        return pooled_manifest(list(shard_dir))
+    if shard_kind(shard_dir) == SPAN_SHARDS:
+        return load_span_manifest(shard_dir)
+    return load_manifest(shard_dir)
 
 
 class ShardSet:
     """One split's shards as a single memory-mapped table of pairs (of one folder, or pooled from several)."""
 
     def __init__(self, shard_dir: str | Path | list, split: str, verify: bool = True):
-        manifest = shard_manifest(shard_dir)
+        pooled = isinstance(shard_dir, (list, tuple))
+        manifest = pooled_manifest(list(shard_dir)) if pooled else load_manifest(shard_dir)  # refuses span shards
         self.entries = [s for s in manifest["shards"] if s["split"] == split]
         if not self.entries:
             raise ShardError(f"{shard_dir}: manifest lists no shards for the {split!r} split.")
@@ -202,8 +216,120 @@ class PackedPairs:
         return self._tensors[element][rows]
 
 
-def load_split(shard_dir: str | Path | list, split: str, verify: bool = True) -> ShardSet:
-    """One split's shards, checked against the manifest (hashes, shapes, row counts); a list pools folders."""
+def load_span_manifest(shard_dir: str | Path) -> dict:
+    """The manifest of a span shard folder; ShardError when missing or of another kind or format."""
+    path = Path(shard_dir) / "manifest.json"
+    if not path.exists():
+        raise ShardError(f"{path} is missing: re-run the span encode step for this cell line.")
+    manifest = json.loads(path.read_text())
+    kind, version = manifest.get("kind", WINDOW_SHARDS), manifest.get("format_version")
+    if kind != SPAN_SHARDS:
+        raise ShardError(
+            f"{path}: {kind!r} shards (format {version}), not span shards: span input reads shards written by "
+            f"`epiformer.spans.encode_span_shards`. Re-encode {Path(shard_dir)} with span input."
+        )
+    if version != SPAN_SHARD_FORMAT:
+        raise ShardError(
+            f"{path}: span shard format {version}, this epiformer reads {SPAN_SHARD_FORMAT}. "
+            f"Re-encode: delete {Path(shard_dir)} and run the span encode step again."
+        )
+    return manifest
+
+
+class SpanShardSet:
+    """One split's span shards: `bases` memory-mapped, the per-pair tensors read eagerly.
+
+    `lengths` int64 [N] (stored bases), `segments` int64 [N, 2] (span coordinates),
+    `enhancer_first` bool [N], `between_n` int64 [N], `label` uint8 [N], `pair_id` int64 [N],
+    `distance` int64 [N] (span length), `source` int64 [N] (all 0), `flank`; `packed(row)` and
+    `onehot(row)` give one pair.
+    """
+
+    EAGER = ("lengths", "segments", "enhancer_first", "between_n", "label", "pair_id", "distance")
+
+    def __init__(self, shard_dir: str | Path, split: str, verify: bool = True):
+        manifest = load_span_manifest(shard_dir)
+        self.entries = [s for s in manifest["shards"] if s["split"] == split]
+        if not self.entries:
+            raise ShardError(f"{shard_dir}: manifest lists no span shards for the {split!r} split.")
+        self.flank = int(manifest["flank"])
+        self.windows = manifest["windows"]
+        self.paths = [Path(shard_dir) / entry["path"] for entry in self.entries]
+        columns = {name: [] for name in self.EAGER}
+        self.offsets = []  # per shard, int64 [rows + 1]
+        for path, entry in zip(self.paths, self.entries):
+            tensors = self._check(path, entry, verify)
+            for name in self.EAGER:
+                columns[name].append(np.array(tensors[name]))
+            self.offsets.append(np.array(tensors["offsets"]))
+        for name, parts in columns.items():
+            setattr(self, name, np.concatenate(parts))
+        self.enhancer_first = self.enhancer_first.astype(bool)
+        self.source = np.zeros(len(self.label), dtype=np.int64)  # one folder: spans are not pooled across cell lines
+        self.starts = np.cumsum([0] + [entry["rows"] for entry in self.entries])
+        self._bases: list[np.memmap] | None = None
+
+    def _check(self, path: Path, entry: dict, verify: bool) -> dict[str, np.memmap]:
+        tensors = open_shard(path, entry, verify, step="the span encode step")
+        rows = entry["rows"]
+        expected = {name: (rows,) for name in self.EAGER} | {"segments": (rows, 2), "offsets": (rows + 1,)}
+        for name, shape in expected.items():
+            if name not in tensors or tensors[name].shape != shape:
+                raise ShardError(
+                    f"{path}: {name} has shape {getattr(tensors.get(name), 'shape', None)}, needs {shape}."
+                )
+        offsets, lengths = np.array(tensors["offsets"]), np.array(tensors["lengths"])
+        if (
+            offsets[0] != 0
+            or offsets[-1] != len(tensors["bases"])
+            or not np.array_equal(np.diff(offsets), (lengths + 1) // 2)
+            or int(lengths.sum()) != entry["bases"]
+        ):
+            raise ShardError(f"{path}: offsets, lengths and bases disagree with each other or the manifest; re-encode.")
+        segments = np.array(tensors["segments"])
+        if not (
+            (0 <= segments[:, 0]) & (segments[:, 0] <= segments[:, 1]) & (segments[:, 1] <= lengths - 2 * self.flank)
+        ).all():
+            raise ShardError(f"{path}: segment boundaries outside their spans (flank {self.flank}); re-encode.")
+        return tensors
+
+    def __len__(self) -> int:
+        return len(self.label)
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_bases": None}  # each worker process maps the files itself
+
+    @property
+    def between_n_fraction(self) -> np.ndarray:
+        """float64 [N]: the fraction of the between segment that is N (0 where there is none)."""
+        between = self.segments[:, 1] - self.segments[:, 0]
+        return np.divide(self.between_n, between, out=np.zeros(len(self), dtype=np.float64), where=between > 0)
+
+    def packed(self, row: int) -> np.ndarray:
+        """uint8 [ceil(L / 2)]: the packed one-hot of pair `row` (a view into the memory map)."""
+        if self._bases is None:
+            self._bases = [map_safetensors(path)["bases"] for path in self.paths]
+        shard = int(np.searchsorted(self.starts, row, side="right")) - 1
+        local = row - self.starts[shard]
+        return self._bases[shard][self.offsets[shard][local] : self.offsets[shard][local + 1]]
+
+    def onehot(self, row: int) -> np.ndarray:
+        """uint8 [L, 4]: pair `row` unpacked (channels A, C, G, T; N all zeros), padding trimmed."""
+        return np.unpackbits(self.packed(row), bitorder="big").reshape(-1, 4)[: self.lengths[row]]
+
+
+def load_split(shard_dir: str | Path | list, split: str, verify: bool = True):
+    """One split's shards, checked against the manifest (hashes, shapes, row counts); a list pools folders.
+
+    A `ShardSet` for window shards, a `SpanShardSet` for span shards.
+    """
+    if not isinstance(shard_dir, (list, tuple)) and shard_kind(shard_dir) == SPAN_SHARDS:
+        return SpanShardSet(shard_dir, split, verify)
+    if isinstance(shard_dir, (list, tuple)) and any(shard_kind(folder) == SPAN_SHARDS for folder in shard_dir):
+        raise ShardError(
+            f"{', '.join(map(str, shard_dir))}: span shards cannot be pooled across cell lines yet; "
+            "train span models per cell line (pooled: false)."
+        )
     return ShardSet(shard_dir, split, verify)
 
 

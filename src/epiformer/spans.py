@@ -1,7 +1,7 @@
 """Span input: one sequence per pair, from the first element window to the second, in ragged shards.
 
-Not yet used by the workflow (it comes with `windows.input: span`); the fixed-width window
-shards of `epiformer.encode` are unchanged.
+The workflow writes them for models that read spans (`input: span`, docs/outputs.md), beside the
+fixed-width window shards of `epiformer.encode`, which element models read.
 
 Span coordinates (`span_coordinates`), 0-based, half-open, on the + strand. The two element
 windows of a pair (windows.tsv, both on one chromosome) are taken in genome order: the first
@@ -42,7 +42,8 @@ Stored layout (`{split}/shard-NNNNN.safetensors`, at most `shard_size` pairs, N 
 - `between_n`: int64 [N], N bases in the between segment.
 - `label`: uint8 [N]; `pair_id`: int64 [N]; `distance`: int64 [N], the span length.
 
-`manifest.json` is written last, atomically, like the window shards': `format_version`
+They are read back by `epiformer.shards.SpanShardSet` (with `load_split`, which tells the two
+kinds apart). `manifest.json` is written last, atomically, like the window shards': `format_version`
 (`SPAN_SHARD_FORMAT`) with `kind: "span"`, `windows` (the window spec with `input: "span"`),
 `flank`, `channels`, `packing`, `split`, every shard's path, split, rows, positives, bases
 (sum of `lengths`) and SHA-256, and the inputs' checksums.
@@ -57,7 +58,7 @@ import numpy as np
 import pandas as pd
 
 from epiformer import __version__
-from epiformer.constants import ALPHABET, SPAN_SHARD_FORMAT, SPAN_SHARDS, WINDOW_SHARDS
+from epiformer.constants import ALPHABET, SPAN_SHARD_FORMAT, SPAN_SHARDS
 from epiformer.encode import (
     ShardJob,
     pack_codes,
@@ -68,7 +69,6 @@ from epiformer.encode import (
 )
 from epiformer.fileio import atomic_write_text
 from epiformer.genome import Genome, N
-from epiformer.shards import ShardError, map_safetensors, open_shard
 
 SPAN_COLUMNS = ["pair_id", "chrom", "span_start", "span_end", "first_end", "second_start", "enhancer_first", "distance"]
 
@@ -180,103 +180,3 @@ def encode_span_shards(
     }
     atomic_write_text(outdir / "manifest.json", json.dumps(manifest, indent=2))
     return manifest
-
-
-def load_span_manifest(shard_dir: str | Path) -> dict:
-    """The manifest of a span shard folder; ShardError when missing or of another kind or format."""
-    path = Path(shard_dir) / "manifest.json"
-    if not path.exists():
-        raise ShardError(f"{path} is missing: re-run the span encode step for this cell line.")
-    manifest = json.loads(path.read_text())
-    kind, version = manifest.get("kind", WINDOW_SHARDS), manifest.get("format_version")
-    if kind != SPAN_SHARDS:
-        raise ShardError(
-            f"{path}: {kind!r} shards (format {version}), not span shards: span input reads shards written by "
-            f"`epiformer.spans.encode_span_shards`. Re-encode {Path(shard_dir)} with span input."
-        )
-    if version != SPAN_SHARD_FORMAT:
-        raise ShardError(
-            f"{path}: span shard format {version}, this epiformer reads {SPAN_SHARD_FORMAT}. "
-            f"Re-encode: delete {Path(shard_dir)} and run the span encode step again."
-        )
-    return manifest
-
-
-class SpanShardSet:
-    """One split's span shards: `bases` memory-mapped, the per-pair tensors read eagerly.
-
-    `lengths` int64 [N] (stored bases), `segments` int64 [N, 2] (span coordinates),
-    `enhancer_first` bool [N], `between_n` int64 [N], `label` uint8 [N], `pair_id` int64 [N],
-    `distance` int64 [N] (span length), `flank`; `packed(row)` and `onehot(row)` give one pair.
-    """
-
-    EAGER = ("lengths", "segments", "enhancer_first", "between_n", "label", "pair_id", "distance")
-
-    def __init__(self, shard_dir: str | Path, split: str, verify: bool = True):
-        manifest = load_span_manifest(shard_dir)
-        self.entries = [s for s in manifest["shards"] if s["split"] == split]
-        if not self.entries:
-            raise ShardError(f"{shard_dir}: manifest lists no span shards for the {split!r} split.")
-        self.flank = int(manifest["flank"])
-        self.windows = manifest["windows"]
-        self.paths = [Path(shard_dir) / entry["path"] for entry in self.entries]
-        columns = {name: [] for name in self.EAGER}
-        self.offsets = []  # per shard, int64 [rows + 1]
-        for path, entry in zip(self.paths, self.entries):
-            tensors = self._check(path, entry, verify)
-            for name in self.EAGER:
-                columns[name].append(np.array(tensors[name]))
-            self.offsets.append(np.array(tensors["offsets"]))
-        for name, parts in columns.items():
-            setattr(self, name, np.concatenate(parts))
-        self.enhancer_first = self.enhancer_first.astype(bool)
-        self.starts = np.cumsum([0] + [entry["rows"] for entry in self.entries])
-        self._bases: list[np.memmap] | None = None
-
-    def _check(self, path: Path, entry: dict, verify: bool) -> dict[str, np.memmap]:
-        tensors = open_shard(path, entry, verify, step="the span encode step")
-        rows = entry["rows"]
-        expected = {name: (rows,) for name in self.EAGER} | {"segments": (rows, 2), "offsets": (rows + 1,)}
-        for name, shape in expected.items():
-            if name not in tensors or tensors[name].shape != shape:
-                raise ShardError(
-                    f"{path}: {name} has shape {getattr(tensors.get(name), 'shape', None)}, needs {shape}."
-                )
-        offsets, lengths = np.array(tensors["offsets"]), np.array(tensors["lengths"])
-        if (
-            offsets[0] != 0
-            or offsets[-1] != len(tensors["bases"])
-            or not np.array_equal(np.diff(offsets), (lengths + 1) // 2)
-            or int(lengths.sum()) != entry["bases"]
-        ):
-            raise ShardError(f"{path}: offsets, lengths and bases disagree with each other or the manifest; re-encode.")
-        segments = np.array(tensors["segments"])
-        if not (
-            (0 <= segments[:, 0]) & (segments[:, 0] <= segments[:, 1]) & (segments[:, 1] <= lengths - 2 * self.flank)
-        ).all():
-            raise ShardError(f"{path}: segment boundaries outside their spans (flank {self.flank}); re-encode.")
-        return tensors
-
-    def __len__(self) -> int:
-        return len(self.label)
-
-    def __getstate__(self) -> dict:
-        return {**self.__dict__, "_bases": None}  # each worker process maps the files itself
-
-    @property
-    def between_n_fraction(self) -> np.ndarray:
-        """float64 [N]: the fraction of the between segment that is N (0 where there is none)."""
-        between = self.segments[:, 1] - self.segments[:, 0]
-        return np.divide(self.between_n, between, out=np.zeros(len(self), dtype=np.float64), where=between > 0)
-
-    def packed(self, row: int) -> np.ndarray:
-        """uint8 [ceil(L / 2)]: the packed one-hot of pair `row` (a view into the memory map)."""
-        if self._bases is None:
-            self._bases = [map_safetensors(path)["bases"] for path in self.paths]
-        shard = int(np.searchsorted(self.starts, row, side="right")) - 1
-        local = row - self.starts[shard]
-        return self._bases[shard][self.offsets[shard][local] : self.offsets[shard][local + 1]]
-
-    def onehot(self, row: int) -> np.ndarray:
-        """uint8 [L, 4]: pair `row` unpacked (channels A, C, G, T; N all zeros), padding trimmed."""
-        return np.unpackbits(self.packed(row), bitorder="big").reshape(-1, 4)[: self.lengths[row]]

@@ -1,13 +1,17 @@
 """The summary table: one row per (cell line, model or baseline) with metrics, intervals, cost.
 
 `summary.tsv` columns: cell_line, model, kind (transformer or baseline), attention (linear,
-softmax; empty for baselines), auroc, auroc_lo, auroc_hi, auprc, auprc_lo, auprc_hi, f1,
-mcc, balanced_accuracy, n_test, positives, split_mode, parameters (fitted coefficients for
-a baseline), train_seconds, tokens_per_s, device (empty for baselines), oracle_auroc
-(empty unless the sample sheet names a truth table, as the demo does: the AUROC of the true
-interaction probabilities on the same test pairs). Then, for each baseline b (in the order of
-the results), the paired comparison of a Transformer with b on the same cell line's test
-pairs: auroc_diff_b, auroc_diff_b_lo, auroc_diff_b_hi, auprc_diff_b, auprc_diff_b_lo,
+softmax; empty for baselines), input (what the model reads: elements, the two windows, or
+span, everything from one window to the other; elements for baselines), auroc, auroc_lo,
+auroc_hi, auprc, auprc_lo, auprc_hi, f1, mcc, balanced_accuracy, n_test, positives,
+split_mode, parameters (fitted coefficients for a baseline), train_seconds, tokens_per_s,
+device, peak_memory_mb (the training process's peak resident memory, or the GPU's peak
+allocation; these four empty for baselines), oracle_auroc (empty unless the sample sheet
+names a truth table, as the demo does: the AUROC of the true interaction probabilities on
+the same test pairs), element_ceiling_auroc (the same for the best score the two element
+windows allow, when the truth table has `p_elements`, as the long demo's does). Then, for
+each baseline b (in the order of the results), the paired comparison of a Transformer with
+b on the same cell line's test pairs: auroc_diff_b, auroc_diff_b_lo, auroc_diff_b_hi, auprc_diff_b, auprc_diff_b_lo,
 auprc_diff_b_hi (model minus baseline and its paired bootstrap 95% interval; empty on
 baseline rows).
 
@@ -54,6 +58,15 @@ def oracle_auroc(predictions: Path, truth: Path) -> float:
     return float(roc_auc_score(frame["label"], frame["p_interact"]))
 
 
+def element_ceiling_auroc(predictions: Path, truth: Path) -> float | None:
+    """AUROC of the best score the two element windows allow (`p_elements`, the long demo's truth), or None."""
+    truth_frame = pd.read_csv(truth, sep="\t")
+    if "p_elements" not in truth_frame.columns:
+        return None
+    frame = pd.read_csv(predictions, sep="\t").merge(truth_frame[["pair_id", "p_elements"]])
+    return float(roc_auc_score(frame["label"], frame["p_elements"]))
+
+
 def summary_row(result: ModelResult) -> dict:
     metrics = json.loads(Path(result.metrics).read_text())
     description = json.loads(Path(result.description).read_text()) if result.description else None
@@ -62,6 +75,8 @@ def summary_row(result: ModelResult) -> dict:
         "model": result.model,
         "kind": "transformer" if description else "baseline",
         "attention": description["model"]["attention"] if description else None,
+        # Baselines read the element windows (and their distance); models say what they read.
+        "input": description["model"].get("input", "elements") if description else "elements",
         "auroc": metrics["auroc"],
         "auroc_lo": metrics["auroc_ci95"][0],
         "auroc_hi": metrics["auroc_ci95"][1],
@@ -76,17 +91,25 @@ def summary_row(result: ModelResult) -> dict:
         "split_mode": metrics["split_mode"] + (" (leak-prone)" if metrics["split_mode"] == "random" else ""),
         **(_cost(description) if description else _baseline_cost(metrics)),
         "oracle_auroc": oracle_auroc(result.predictions, result.truth) if result.truth else None,
+        "element_ceiling_auroc": element_ceiling_auroc(result.predictions, result.truth) if result.truth else None,
     }
 
 
 def _cost(description: dict) -> dict:
-    return {key: description[key] for key in ("parameters", "train_seconds", "tokens_per_s", "device")}
+    cost = {key: description[key] for key in ("parameters", "train_seconds", "tokens_per_s", "device")}
+    return {**cost, "peak_memory_mb": description.get("peak_memory_mb")}
 
 
 def _baseline_cost(metrics: dict) -> dict:
     baseline = metrics.get("baseline", {})
     # No timing: metrics.json stays byte-identical between runs.
-    return {"parameters": baseline.get("features", 0) + 1, "train_seconds": None, "tokens_per_s": None, "device": None}
+    return {
+        "parameters": baseline.get("features", 0) + 1,
+        "train_seconds": None,
+        "tokens_per_s": None,
+        "device": None,
+        "peak_memory_mb": None,
+    }
 
 
 PAIRED_COLUMNS = [

@@ -26,6 +26,7 @@ import logging
 import math
 import os
 import random
+import resource
 import signal
 import socket
 import threading
@@ -38,14 +39,14 @@ import torch
 from safetensors.torch import save_file
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from epiformer.batches import PairBatches, batch_loader
+from epiformer.batches import PairBatches, SpanBatches, batch_loader
 from epiformer.configs import ModelConfig, TrainConfig
 from epiformer.fileio import atomic_write, atomic_write_text
 from epiformer.inference import mixed_precision, predict_split, select_device
 from epiformer.model import EPITransformer, count_parameters, score_batch
 from epiformer.provenance import package_versions
 from epiformer.runlog import log_files, progress, setup_logging
-from epiformer.shards import load_split, shard_manifest
+from epiformer.shards import SpanShardSet, load_split, shard_manifest
 
 log = logging.getLogger(__name__)
 LOG_COLUMNS = [
@@ -244,19 +245,31 @@ def _optimisation(model, train_config: TrainConfig, steps_per_epoch: int):
     return optimizer, scheduler
 
 
-def _epoch_batches(train_data, train_config: TrainConfig, epoch: int, rank: int, world: int) -> PairBatches:
-    """This process's share of an epoch; depends only on (seed, epoch), so a resumed run sees the same."""
-    return PairBatches(
-        train_data,
-        train_config.batch_size // world,
-        shuffle=True,
-        seed=train_config.seed,
-        epoch=epoch,
-        max_shift=train_data.flank if train_config.max_shift is None else train_config.max_shift,
-        reverse_complement_prob=0.5 if train_config.reverse_complement else 0.0,
-        rank=rank,
-        world_size=world,
-    )
+def _epoch_batches(train_data, train_config: TrainConfig, patch_size: int, epoch: int, rank: int, world: int):
+    """This process's share of an epoch; depends only on (seed, epoch), so a resumed run sees the same.
+
+    Window pairs come `batch_size` (global) at a time; spans by length, each process's
+    batch within `max_tokens_per_batch` model tokens (`patch_size` bases each), padding included.
+    """
+    augmentation = {
+        "shuffle": True,
+        "seed": train_config.seed,
+        "epoch": epoch,
+        "max_shift": train_data.flank if train_config.max_shift is None else train_config.max_shift,
+        "reverse_complement_prob": 0.5 if train_config.reverse_complement else 0.0,
+        "rank": rank,
+        "world_size": world,
+    }
+    if isinstance(train_data, SpanShardSet):
+        return SpanBatches(train_data, train_config.max_tokens_per_batch * patch_size, **augmentation)
+    return PairBatches(train_data, train_config.batch_size // world, **augmentation)
+
+
+def tokens_in(data, patch_size: int) -> int:
+    """Model tokens (one per patch, the unit attention cost grows with) in one pass over `data`."""
+    if isinstance(data, SpanShardSet):
+        return int((-(-(data.lengths - 2 * data.flank) // patch_size)).sum())
+    return len(data) * sum(-(-width // patch_size) for width in data.widths.values())
 
 
 @dataclass
@@ -283,7 +296,7 @@ def _train_epoch(run: _Run, train_data, epoch: int, partial: dict | None, stop: 
     checkpoint; on a stop request it is written before TrainingInterrupted is raised.
     """
     config = run.config
-    batches = _epoch_batches(train_data, config, epoch, run.rank, run.world)
+    batches = _epoch_batches(train_data, config, run.model.config.patch_size, epoch, run.rank, run.world)
     start = partial["batches_done"] if partial else 0
     losses = [torch.tensor(value) for value in partial["losses"]] if partial else []
     seed_dropout(config.seed, epoch, run.rank)
@@ -397,7 +410,9 @@ def _epoch_row(
     device_name: str,
 ) -> dict:
     """One train_log.tsv row: training loss, validation metrics, speed."""
-    scores, labels, _ = predict_split(model, val_data, 4 * train_config.batch_size, device)
+    scores, labels, _ = predict_split(
+        model, val_data, 4 * train_config.batch_size, device, 4 * train_config.max_tokens_per_batch
+    )
     return {
         "epoch": epoch,
         "train_loss": train_loss,
@@ -435,7 +450,7 @@ def _train(
             device_name,
             "bf16 autocast" if device.type == "cuda" else "float32",
         )
-    steps_per_epoch = len(_epoch_batches(train_data, train_config, 1, rank, world))
+    steps_per_epoch = len(_epoch_batches(train_data, train_config, model_config.patch_size, 1, rank, world))
     optimizer, scheduler = _optimisation(model, train_config, steps_per_epoch)
     run = _Run(
         rank,
@@ -478,10 +493,7 @@ def _train(
                 },
             )
 
-    # Model tokens (one per patch), not bases: the unit attention cost grows with.
-    tokens_per_epoch = len(train_data) * sum(
-        -(-width // model_config.patch_size) for width in train_data.widths.values()
-    )
+    tokens_per_epoch = tokens_in(train_data, model_config.patch_size)
     with StopRequest() as stop:
         for epoch in range(done + 1, train_config.epochs + 1):
             if should_stop_early(history, best, train_config.patience):
@@ -540,11 +552,19 @@ def write_outputs(outdir: Path, best, history, model_config, train_config, manif
         "train_seconds": float(sum(r["seconds"] for r in history)),
         "tokens_per_s": float(np.median([r["tokens_per_s"] for r in history])),
         "device": str(device),
+        "peak_memory_mb": peak_memory_mb(),
         "data_manifest_sha256": hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest(),
         "versions": package_versions(),
     }
     atomic_write_text(outdir / "model.json", json.dumps(description, indent=2))
     return description
+
+
+def peak_memory_mb() -> float:
+    """This process's peak: GPU memory allocated when training on CUDA, else resident memory (MiB)."""
+    if torch.cuda.is_available() and torch.cuda.max_memory_allocated() > 0:
+        return torch.cuda.max_memory_allocated() / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
 
 
 def _bce(scores: np.ndarray, labels: np.ndarray) -> float:

@@ -16,11 +16,11 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 
 from epiformer.fileio import atomic_write_text
 from epiformer.inference import load_trained_model, predict_split
-from epiformer.shards import load_manifest, load_split, window_widths
+from epiformer.shards import load_split, shard_manifest, window_widths
 
 
 def check_same_widths(description: dict, shard_dir: Path, model_dir: Path) -> None:
-    widths = window_widths(load_manifest(shard_dir))
+    widths = window_widths(shard_manifest(shard_dir))
     if widths != window_widths(description):
         raise ValueError(
             f"{model_dir} was trained on windows {window_widths(description)}, but {shard_dir} holds "

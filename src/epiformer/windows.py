@@ -8,6 +8,10 @@ counted by reason (and `WindowStats.dropped_ids` lists their pair ids); nothing 
 silently.
 
 Pairs whose enhancer or promoter window is more than `max_n_fraction` N are dropped too.
+When some model reads spans (`input: span`, set so by the workflow), pairs across chromosomes
+(no span) and pairs whose span, from the first window's start to the second window's end,
+is longer than `max_span` bp are dropped as well, for every model and baseline alike, so
+that all are scored on the same pairs.
 
 `windows.tsv` columns: pair_id, label, split, distance, enhancer_chrom, enhancer_start,
 enhancer_end, promoter_chrom, promoter_start, promoter_end (window coordinates; distance is
@@ -48,6 +52,8 @@ class WindowSpec:
     edge: str = "shift"
     allow_trans: bool = False
     max_n_fraction: float = 0.5
+    input: str = "elements"  # "span" when any model of the run reads spans: pairs without a readable span are dropped
+    max_span: int = 100_000  # with input span: the longest span kept, first window start to second window end (bp)
 
     def width(self, element: str) -> int:
         return self.enhancer_width if element == "enhancer" else self.promoter_width
@@ -179,10 +185,25 @@ def make_windows(
             stats.dropped[f"{element}_window_mostly_n"] = int(too_many_n.sum())
             stats.dropped_ids[f"{element}_window_mostly_n"] = out["pair_id"].to_numpy()[too_many_n]
             keep &= ~too_many_n
+    if spec.input == "span":
+        keep &= ~_drop_unreadable_spans(out, trans, keep, spec.max_span, stats)
     centers = {e: (out[f"{e}_start"] + out[f"{e}_end"]) // 2 for e in ELEMENTS}
     out["distance"] = (centers["enhancer"] - centers["promoter"]).abs().where(~trans, -1)
     out["split"] = ""
     return out[keep].reset_index(drop=True)[WINDOW_COLUMNS], stats
+
+
+def _drop_unreadable_spans(out: pd.DataFrame, trans: np.ndarray, keep: np.ndarray, max_span: int, stats) -> np.ndarray:
+    """Pairs (among `keep`) without a span (across chromosomes) or with one over `max_span`, counted by reason."""
+    starts = np.minimum(out["enhancer_start"], out["promoter_start"]).to_numpy()
+    span = np.maximum(out["enhancer_end"], out["promoter_end"]).to_numpy() - starts
+    reasons = {"span_across_chromosomes": keep & trans, "span_longer_than_max_span": keep & ~trans & (span > max_span)}
+    for reason, dropped in reasons.items():
+        stats.dropped[reason] = int(dropped.sum())
+        stats.dropped_ids[reason] = out["pair_id"].to_numpy()[dropped]
+        if dropped.any():
+            log.info("Dropped %d pairs: %s (windows.max_span %d)", int(dropped.sum()), reason, max_span)
+    return reasons["span_across_chromosomes"] | reasons["span_longer_than_max_span"]
 
 
 def n_fraction(genome: Genome, windows: pd.DataFrame, element: str, chunk: int = 20_000) -> np.ndarray:

@@ -56,8 +56,22 @@ if set(MODELS) & set(BASELINES):
 
 
 def model_config(model):
-    """The model's architecture (`pooled` says what it is trained on, not what it is)."""
-    return {key: value for key, value in config["models"][model].items() if key != "pooled"}
+    """The model's architecture (`pooled` says what it is trained on, not what it is); input defaults to windows.input."""
+    settings = {key: value for key, value in config["models"][model].items() if key != "pooled"}
+    return {"input": config["windows"]["input"], **settings}
+
+
+SPAN_MODELS = [name for name in MODELS if model_config(name)["input"] == "span"]
+
+
+def windows_params():
+    """The windows stage's settings: `input` is span when any model reads spans (their pairs are kept for all)."""
+    return {**config["windows"], "input": "span" if SPAN_MODELS else "elements"}
+
+
+def get_shards(cell, model):
+    """The shard folder a model reads: span shards for span models, window shards otherwise."""
+    return f"results/{cell}/span_shards" if model in SPAN_MODELS else f"results/{cell}/shards"
 
 
 # Model and training settings are checked now, while the DAG is built, by the same dataclasses
@@ -83,6 +97,12 @@ try:
     TrainConfig(**config["train"], reverse_complement=config["augment"]["reverse_complement"])
 except (TypeError, ValueError) as error:
     raise ValueError(f"train: {error}. Fix it in the config.") from None
+for _name in POOLED_MODELS:
+    if _name in SPAN_MODELS:
+        raise ValueError(
+            f"models: {_name!r} reads spans and is pooled; span models are trained per cell line for now "
+            "(set pooled: false, or input: elements)."
+        )
 if "pooled" in CELL_LINES:
     raise ValueError(
         f"{config['samples']}: the cell line name 'pooled' is reserved (results/pooled/ holds pooled models)."
@@ -91,8 +111,11 @@ if "pooled" in CELL_LINES:
 
 def sequence_only_twin(name):
     """The model that differs from `name` only in `distance`, if the config has one."""
-    settings = {**config["models"][name], "distance": False}
-    twins = [other for other in MODELS if config["models"][other] | {"distance": False} == settings]
+
+    def settings(model):  # its input said explicitly, whether the config gives it or windows.input
+        return {**config["models"][model], "input": model_config(model)["input"], "distance": False}
+
+    twins = [other for other in MODELS if settings(other) == settings(name)]
     return next((other for other in twins if not config["models"][other].get("distance", False)), None)
 
 
@@ -147,6 +170,7 @@ def all_outputs():
         expand("results/transfer/{model}.tsv", model=CELL_MODELS),
         expand("results/plots/transfer/{model}.png", model=CELL_MODELS),
         "results/plots/comparison.png",
+        "results/plots/cost.png",
         "results/plots/scaling_reference.png",
         "results/summary.tsv",
         "results/summary.md",
@@ -154,9 +178,10 @@ def all_outputs():
     ]
 
 
-def demo_generator_checksum():
-    """Re-make the demo when its generator changes (Snakemake tracks the scripts, not the package)."""
+def demo_generator_checksum(generator="demo.py"):
+    """Re-make a demo when its generator changes (Snakemake tracks the scripts, not the package)."""
     package = WORKFLOW_DIR / "src" / "epiformer"
     # Not constants.py: the demo uses only its ALPHABET, and any other edit there would re-make the demo.
-    sources = [package / name for name in ("demo.py", "motifs.py")]
+    names = ("demo.py", "motifs.py") if generator == "demo.py" else (generator, "demo.py", "motifs.py")
+    sources = [package / name for name in names]
     return hashlib.sha256(b"".join(path.read_bytes() for path in sources if path.exists())).hexdigest()[:16]

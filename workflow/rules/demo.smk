@@ -18,3 +18,26 @@ rule demo_data:
         generator=demo_generator_checksum(),
     script:
         "../../scripts/demo_data.py"
+
+
+# The insulated long-range demo (`make demo-long`, config/demo_long.yaml): one cell line whose
+# answer needs the sequence between enhancer and promoter (docs/demo_long.md).
+rule demo_long_data:
+    output:
+        genome="resources/demo_long/genome.fa",
+        pairs="resources/demo_long/demo_long.pairs.csv",
+        truth="resources/demo_long/demo_long.truth.tsv",
+        ceiling="resources/demo_long/demo_long.ceiling.json",
+    log:
+        "logs/demo/demo_long_data.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=15,
+    params:
+        spec=config.get("demo_long", {}),
+        generator=demo_generator_checksum("demo_long.py"),
+    script:
+        "../../scripts/demo_long_data.py"

@@ -2,7 +2,7 @@ rule evaluate:
     input:
         weights=lambda wildcards: f"{model_dir(wildcards.cell, wildcards.model)}/model.safetensors",
         description=lambda wildcards: f"{model_dir(wildcards.cell, wildcards.model)}/model.json",
-        shards="results/{cell}/shards",
+        shards=lambda wildcards: get_shards(wildcards.cell, wildcards.model),
     output:
         predictions="results/{cell}/{model}/predictions.tsv",
         metrics="results/{cell}/{model}/metrics.json",

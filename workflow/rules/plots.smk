@@ -123,6 +123,29 @@ rule plot_comparison:
         "../../scripts/plot_comparison.py"
 
 
+rule plot_cost:
+    input:
+        summary="results/summary.tsv",
+    output:
+        png=report(
+            "results/plots/cost.png",
+            caption="../report/cost.rst",
+            category="Summary",
+            labels={"figure": "accuracy against training cost"},
+        ),
+        svg="results/plots/cost.svg",
+    log:
+        "logs/plot_cost.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    script:
+        "../../scripts/plot_cost.py"
+
+
 rule plot_scaling_reference:
     input:
         # Shipped with the workflow: found beside this file, not in the working directory.

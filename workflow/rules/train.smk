@@ -1,6 +1,6 @@
 rule train:
     input:
-        shards="results/{cell}/shards",
+        shards=lambda wildcards: get_shards(wildcards.cell, wildcards.model),
     output:
         weights="results/{cell}/{model}/model.safetensors",
         description="results/{cell}/{model}/model.json",

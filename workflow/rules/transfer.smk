@@ -2,7 +2,7 @@ rule transfer:
     input:
         weights=expand("results/{cell}/{{model}}/model.safetensors", cell=CELL_LINES),
         descriptions=expand("results/{cell}/{{model}}/model.json", cell=CELL_LINES),
-        shards=expand("results/{cell}/shards", cell=CELL_LINES),
+        shards=lambda wildcards: [get_shards(cell, wildcards.model) for cell in CELL_LINES],
     output:
         table="results/transfer/{model}.tsv",
     log:

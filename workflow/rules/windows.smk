@@ -39,7 +39,7 @@ rule windows:
         mem_mb=4000,
         runtime=60,
     params:
-        windows=config["windows"],
+        windows=windows_params(),
         split=config["split"],
     script:
         "../../scripts/windows.py"

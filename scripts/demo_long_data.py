@@ -1,0 +1,11 @@
+"""Generate the insulated long-range demo (genome, pair table, truth table, element-only ceiling)."""
+
+from pathlib import Path
+
+from epiformer.demo_long import LongDemoSpec, generate_long_demo
+from epiformer.runlog import setup_logging
+
+log = setup_logging(snakemake.log[0])
+spec = LongDemoSpec(**snakemake.params.spec)
+paths = generate_long_demo(Path(snakemake.output.genome).parent, spec)
+log.info("Long demo written with %s: %s", spec, ", ".join(str(p) for p in paths.values()))

@@ -1,0 +1,70 @@
+"""A real Snakemake run of the long demo with span input: element and span models side by side."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from tests.helpers import REPO, TINY_LONG_DEMO, TINY_MODEL, copy_workflow, run_workflow, tiny_config
+
+SPAN_MODEL = {**TINY_MODEL, "patch_size": 16, "kernel_size": 16, "input": "span"}
+
+
+@pytest.fixture(scope="module")
+def long_run(tmp_path_factory):
+    """config/demo_long.yaml's design at test size: M7 on elements, M7 and softmax on spans, one epoch."""
+    config = tiny_config()
+    config["samples"] = "config/demo_long.tsv"
+    config["genomes"] = {"demo_long": "resources/demo_long/genome.fa"}
+    config["demo_long"] = {
+        "pairs": TINY_LONG_DEMO.pairs,
+        "n_chromosomes": 3,
+        "max_distance": TINY_LONG_DEMO.max_distance,
+    }
+    config["windows"].update(max_span=12_000)  # some tiny-demo spans are longer: they are dropped for every model
+    config["models"] = {
+        "linear": {"attention": "linear", **TINY_MODEL},
+        "linear_span": {"attention": "linear", **SPAN_MODEL},
+        "softmax_span": {"attention": "softmax", **SPAN_MODEL},
+    }
+    config["train"].update(max_tokens_per_batch=2_000)
+    config["baselines"]["names"] = ["distance"]
+    folder = copy_workflow(tmp_path_factory.mktemp("long"), config)
+    (folder / "config" / "demo_long.tsv").write_text((REPO / "config" / "demo_long.tsv").read_text())
+    run_workflow(folder)
+    return folder / "results"
+
+
+def test_span_models_read_span_shards_and_every_model_the_same_test_pairs(long_run):
+    stats = json.loads((long_run / "demo_long" / "windows_stats.json").read_text())
+    assert stats["windows"]["input"] == "span" and stats["dropped"]["span_longer_than_max_span"] > 0
+    windows = pd.read_csv(long_run / "demo_long" / "windows.tsv", sep="\t")
+    span = windows[["enhancer_end", "promoter_end"]].max(axis=1) - windows[["enhancer_start", "promoter_start"]].min(
+        axis=1
+    )
+    assert span.max() <= 12_000
+    manifest = json.loads((long_run / "demo_long" / "span_shards" / "manifest.json").read_text())
+    assert manifest["kind"] == "span" and sum(s["rows"] for s in manifest["shards"]) == len(windows)
+    test_ids = set(windows.loc[windows["split"] == "test", "pair_id"])
+    for model in ("linear", "linear_span", "softmax_span", "distance"):
+        predictions = pd.read_csv(long_run / "demo_long" / model / "predictions.tsv", sep="\t")
+        assert set(predictions["pair_id"]) == test_ids
+    for model, expected in (("linear", "elements"), ("linear_span", "span"), ("softmax_span", "span")):
+        description = json.loads((long_run / "demo_long" / model / "model.json").read_text())
+        assert description["model"]["input"] == expected and description["peak_memory_mb"] > 0
+
+
+def test_summary_has_the_input_column_the_ceiling_and_the_cost_figure(long_run):
+    summary = pd.read_csv(long_run / "summary.tsv", sep="\t").set_index("model")
+    assert summary.loc[["linear", "linear_span", "softmax_span", "distance"], "input"].tolist() == [
+        "elements",
+        "span",
+        "span",
+        "elements",
+    ]
+    # The ceiling a model of the element windows can reach lies below the oracle, on the same test pairs.
+    assert (summary["element_ceiling_auroc"] < summary["oracle_auroc"]).all()
+    assert summary.loc["linear_span", "train_seconds"] > 0 and summary.loc["softmax_span", "peak_memory_mb"] > 0
+    assert (long_run / "plots" / "cost.png").stat().st_size > 10_000
