@@ -202,3 +202,23 @@ def test_linear_attention_backward_stays_float32_under_bf16_autocast(mask_kind):
     for got, want in zip(grads, grads32):
         assert got.dtype == torch.bfloat16
         torch.testing.assert_close(got, want.bfloat16(), atol=0, rtol=0)
+
+
+def test_linear_attention_under_torch_compile_matches_eager():
+    """train.compile: true traces the op into the model's graph: same output and gradients, masked, at B = 2."""
+    batch, heads, length, dim = 2, 2, 9, 4
+    qkv = torch.randn(batch, length, 3, heads, dim, generator=torch.Generator().manual_seed(5))
+    upstream = torch.randn(batch, heads, length, dim, generator=torch.Generator().manual_seed(6))
+    mask = make_mask("random", batch, length)
+
+    def attend(qkv):
+        q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, H, T, D), strided as in the model
+        return linear_attention(q, k, v, key_padding_mask=mask)
+
+    results = []
+    for function in (attend, torch.compile(attend)):
+        leaf = qkv.clone().requires_grad_()
+        out = function(leaf)
+        results.append((out, *torch.autograd.grad(out, leaf, upstream)))
+    for got, want in zip(*results):
+        torch.testing.assert_close(got, want)

@@ -48,14 +48,22 @@ def _feature_map_and_slope(x: torch.Tensor, padding: torch.Tensor | None) -> tup
     this clamp, exp, clamp, add. Rows at `padding` (bool [B, T], True at padding) are zero
     in both: a padded key drops out of every sum and gets no gradient.
     """
-    slope = torch.clamp(x, max=0.0, out=x.new_empty(x.shape)).exp_()  # (B, H, T, D)
-    phi = torch.clamp(x, min=0.0, out=x.new_empty(x.shape)).add_(slope)
-    if padding is not None and x.device.type == "cpu":
+    compiling = torch.compiler.is_compiling()
+    if compiling:
+        # Under torch.compile (train.compile: true) out= buffers do not keep the layout they were
+        # allocated with, and inductor fuses these four operations into one pass anyway.
+        slope = torch.exp(torch.clamp(x, max=0.0)).contiguous()
+        phi = (torch.clamp(x, min=0.0) + slope).contiguous()
+    else:
+        slope = torch.clamp(x, max=0.0, out=x.new_empty(x.shape)).exp_()  # (B, H, T, D)
+        phi = torch.clamp(x, min=0.0, out=x.new_empty(x.shape)).add_(slope)
+    if padding is not None and x.device.type == "cpu" and not compiling:
         # Index only the padded (b, t) rows, so the cost grows with the padding, not with T.
         phi.transpose(1, 2)[padding] = 0.0  # (B, T, H, D) view, indexed by the [B, T] mask
         slope.transpose(1, 2)[padding] = 0.0
     elif padding is not None:
-        # On a GPU, indexing by a mask waits for the device to count it; a full pass does not.
+        # On a GPU, indexing by a mask waits for the device to count it; a full pass does not
+        # (and compiled graphs stay whole).
         phi.masked_fill_(padding[:, None, :, None], 0.0)
         slope.masked_fill_(padding[:, None, :, None], 0.0)
     return phi, slope
@@ -81,8 +89,8 @@ class _LinearAttention(torch.autograd.Function):
         rows = batch * heads
         phi_q, slope_q = _feature_map_and_slope(q, None)  # (B, H, T, D) each
         phi_k, slope_k = _feature_map_and_slope(k, key_padding_mask)
-        phi_q, slope_q = phi_q.view(rows, length, dim), slope_q.view(rows, length, dim)
-        phi_k, slope_k = phi_k.view(rows, length, dim), slope_k.view(rows, length, dim)
+        phi_q, slope_q = phi_q.reshape(rows, length, dim), slope_q.reshape(rows, length, dim)
+        phi_k, slope_k = phi_k.reshape(rows, length, dim), slope_k.reshape(rows, length, dim)
         values = v.reshape(rows, length, dim)  # a view for the model's layout at B = 1, else one copy
         kv = torch.bmm(phi_k.transpose(1, 2), values)  # (B*H, D, D)
         ksum = phi_k.sum(dim=1, keepdim=True)  # (B*H, 1, D)
@@ -91,7 +99,7 @@ class _LinearAttention(torch.autograd.Function):
         slope_q.div_(den)  # dq needs phi'(q) / den
         out = torch.bmm(r, kv)  # (B*H, T, D)
         ctx.save_for_backward(r, slope_q, phi_k, slope_k, values, kv, ksum, out)
-        return out.view(batch, heads, length, dim)
+        return out.reshape(batch, heads, length, dim)
 
     @staticmethod
     @once_differentiable
@@ -108,7 +116,7 @@ class _LinearAttention(torch.autograd.Function):
             # The bias added after the product, not by baddbmm: that copies it into every row first.
             grad_k = torch.bmm(values, grad_kv.transpose(1, 2)).add_(grad_ksum.transpose(1, 2)).mul_(slope_k)
             grad_v = torch.bmm(phi_k, grad_kv)
-        return grad_q.view(shape), grad_k.view(shape), grad_v.view(shape), None, None
+        return grad_q.reshape(shape), grad_k.reshape(shape), grad_v.reshape(shape), None, None
 
 
 def softmax_attention(
