@@ -86,17 +86,20 @@ def test_padded_keys_contribute_nothing(attention):
 LONG = 4096  # tokens: 256 times the head size, so any T x T tensor dwarfs every tensor linear attention needs
 
 
-def tensors_of_forward_and_backward(attention, mask_kind):
-    """Every tensor an operator takes or returns while `attention` runs forward and backward at T = LONG, D = 16."""
+def tensors_of_forward_and_backward(attention, mask_kind, backward=True):
+    """Every tensor an operator takes or returns while `attention` runs forward (and backward) at T = LONG, D = 16."""
     q, k, v = random_qkv((1, 2, LONG, 16), torch.float32)
     mask = make_mask(mask_kind, 1, LONG)
+    if not backward:
+        return tensor_shapes_during(lambda: attention(q, k, v, key_padding_mask=mask))
     return tensor_shapes_during(lambda: attention(q, k, v, key_padding_mask=mask).sum().backward())
 
 
 @pytest.mark.parametrize("mask_kind", ["none", "random"])
 def test_linear_attention_never_forms_a_t_by_t_matrix(mask_kind):
     shapes = tensors_of_forward_and_backward(linear_attention, mask_kind)
-    assert any("backward" in op for op, _ in shapes)  # the backward pass was recorded too
+    # The backward pass was recorded too (it is hand-written, so its operators are plain bmm, mul, ...).
+    assert len(shapes) > len(tensors_of_forward_and_backward(linear_attention, mask_kind, backward=False))
     assert quadratic_tensors(shapes, LONG) == []
     assert max(math.prod(shape) for _, shape in shapes) <= 2 * LONG * (16 + 1)  # (B, H, T, D + 1): linear in T
 
@@ -142,3 +145,80 @@ def test_linear_attention_keeps_float32_normaliser_under_bf16_autocast(device):
     phi_q, phi_k = elu_feature_map(q16), elu_feature_map(k16)
     products = phi_q @ (phi_k.transpose(-1, -2) @ F.pad(v16, (0, 1), value=1.0))  # (B, H, T, D + 1), bf16
     assert not torch.equal(products[..., :-1] / (products[..., -1:] + 1e-6), in_float32)
+
+
+GRADCHECK_SHAPES = [(1, 1, 3, 2), (2, 3, 5, 4)]
+
+
+@pytest.mark.parametrize("shape", GRADCHECK_SHAPES)
+@pytest.mark.parametrize("mask_kind", MASKS)
+def test_linear_attention_backward_passes_gradcheck(shape, mask_kind):
+    """The hand-written backward against finite differences, in float64."""
+    mask = make_mask(mask_kind, shape[0], shape[2])
+    q, k, v = random_qkv(shape)
+    assert torch.autograd.gradcheck(lambda q, k, v: linear_attention(q, k, v, key_padding_mask=mask), (q, k, v))
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+@pytest.mark.parametrize("mask_kind", MASKS)
+def test_linear_attention_gradcheck_on_the_model_layout(batch, mask_kind):
+    """q, k, v as the model passes them: strided views of one [B, T, 3, H, D] projection.
+
+    At B = 1 the op works on views of it, at B = 2 on copies; the upstream gradient the
+    model's transpose hands back is strided too.
+    """
+    heads, length, dim = 2, 6, 3
+    qkv = torch.randn(batch, length, 3, heads, dim, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    mask = make_mask(mask_kind, batch, length)
+
+    def attend(qkv):
+        q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, H, T, D)
+        return linear_attention(q, k, v, key_padding_mask=mask).transpose(1, 2)  # (B, T, H, D), strided
+
+    assert torch.autograd.gradcheck(attend, (qkv.requires_grad_(),))
+
+
+def test_linear_attention_refuses_double_backward_by_name():
+    q, k, v = random_qkv((1, 1, 4, 2))
+    # A squared loss, so that the gradient reaching the op depends on q, k, v too.
+    grads = torch.autograd.grad(linear_attention(q, k, v).square().sum(), (q, k, v), create_graph=True)
+    with pytest.raises(RuntimeError, match="differentiate twice"):
+        grads[0].sum().backward()
+
+
+@pytest.mark.parametrize("mask_kind", MASKS)
+def test_linear_attention_backward_stays_float32_under_bf16_autocast(mask_kind):
+    """Gradients under autocast equal float32 arithmetic on the bf16 numbers, rounded once to bf16."""
+    shape = (2, 2, 50, 8)
+    mask = make_mask(mask_kind, shape[0], shape[2])
+    q, k, v = (t.detach().bfloat16().requires_grad_() for t in random_qkv(shape))
+    upstream = torch.randn(shape, generator=torch.Generator().manual_seed(7)).bfloat16()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = linear_attention(q, k, v, key_padding_mask=mask)
+        grads = torch.autograd.grad(out, (q, k, v), upstream)
+    q32, k32, v32 = (t.detach().float().requires_grad_() for t in (q, k, v))
+    out32 = linear_attention(q32, k32, v32, key_padding_mask=mask)
+    grads32 = torch.autograd.grad(out32, (q32, k32, v32), upstream.float())
+    for got, want in zip(grads, grads32):
+        assert got.dtype == torch.bfloat16
+        torch.testing.assert_close(got, want.bfloat16(), atol=0, rtol=0)
+
+
+def test_linear_attention_under_torch_compile_matches_eager():
+    """train.compile: true traces the op into the model's graph: same output and gradients, masked, at B = 2."""
+    batch, heads, length, dim = 2, 2, 9, 4
+    qkv = torch.randn(batch, length, 3, heads, dim, generator=torch.Generator().manual_seed(5))
+    upstream = torch.randn(batch, heads, length, dim, generator=torch.Generator().manual_seed(6))
+    mask = make_mask("random", batch, length)
+
+    def attend(qkv):
+        q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, H, T, D), strided as in the model
+        return linear_attention(q, k, v, key_padding_mask=mask)
+
+    results = []
+    for function in (attend, torch.compile(attend)):
+        leaf = qkv.clone().requires_grad_()
+        out = function(leaf)
+        results.append((out, *torch.autograd.grad(out, leaf, upstream)))
+    for got, want in zip(*results):
+        torch.testing.assert_close(got, want)
