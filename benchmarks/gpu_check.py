@@ -5,9 +5,15 @@
 3. training throughput of the default configuration (3 kb + 2 kb windows, ModelConfig
    defaults, batch 64) on CUDA under bf16 autocast, eager and compiled: tokens/s;
 4. demo training on CUDA (bf16 autocast) from already-encoded shard folders, with test AUROC
-   and tokens/s per model.
+   and tokens/s per model;
+5. span training at 20k-100k tokens a sample (`--span-tokens`): optimiser steps of the long
+   demo's span model (d_model 32, 2 layers, one token per base; config/demo_long.yaml) on one
+   span a step, linear against softmax, bf16 autocast: tokens/s and peak GPU memory, or the
+   error where softmax runs out of memory.
 Usage (shards made here by `make demo`, copied beside the checkout):
     PYTHONPATH=src python3 benchmarks/gpu_check.py --shards results/demo_a/shards results/demo_b/shards --out OUT
+Only the span measurement (also on the CPU, at small sizes, to check the code):
+    PYTHONPATH=src python3 benchmarks/gpu_check.py --only-spans --span-tokens 20000 50000 100000
 """
 
 from __future__ import annotations
@@ -67,14 +73,77 @@ def default_config_throughput(compiled: bool, steps: int = 20, device: str = "cu
     return tokens * steps / (time.perf_counter() - started)
 
 
+SPAN_MODEL = dict(d_model=32, n_layers=2, n_heads=4, d_ff=64, patch_size=1, kernel_size=1, dropout=0.0, input="span")
+
+
+def span_training_throughput(attention: str, tokens: int, steps: int = 5, device: str = "cuda") -> dict:
+    """Tokens/s and peak memory of optimiser steps on one span of `tokens` tokens, bf16 autocast on CUDA."""
+    from epiformer.batches import SEGMENT_IDS
+    from epiformer.inference import mixed_precision
+    from epiformer.model import EPITransformer
+
+    device = torch.device(device)
+    cuda = device.type == "cuda"
+    if cuda:
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+    model = EPITransformer(ModelConfig(attention=attention, **SPAN_MODEL)).to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    span = torch.nn.functional.one_hot(torch.randint(0, 4, (1, tokens), device=device), 4).float()
+    segment = torch.full((1, tokens), SEGMENT_IDS["between"], device=device)
+    segment[:, :256], segment[:, -256:] = SEGMENT_IDS["enhancer"], SEGMENT_IDS["promoter"]
+    valid = torch.ones(1, tokens, dtype=torch.bool, device=device)
+
+    def step() -> None:
+        with mixed_precision(device):
+            logit = model(span=span, segment=segment, span_valid=valid)
+        loss = logit.float().square().mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+    try:
+        step()  # warm-up
+        synchronize = torch.cuda.synchronize if cuda else lambda: None
+        synchronize()
+        started = time.perf_counter()
+        for _ in range(steps):
+            step()
+        synchronize()
+        seconds = time.perf_counter() - started
+    except torch.OutOfMemoryError as error:
+        return {"attention": attention, "tokens": tokens, "error": f"out of memory: {str(error)[:120]}"}
+    peak = torch.cuda.max_memory_allocated() / 2**20 if cuda else float("nan")
+    return {"attention": attention, "tokens": tokens, "tokens_per_s": tokens * steps / seconds, "peak_mb": peak}
+
+
+def span_table(lengths: list[int], device: str) -> list[dict]:
+    rows = []
+    for tokens in lengths:
+        for attention in ("linear", "softmax"):
+            rows.append(span_training_throughput(attention, tokens, device=device))
+            print(rows[-1], flush=True)
+        if all("tokens_per_s" in row for row in rows[-2:]):
+            print(
+                f"{tokens} tokens: linear / softmax tokens/s x{rows[-2]['tokens_per_s'] / rows[-1]['tokens_per_s']:.1f}"
+            )
+    return rows
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shards", nargs="*", default=[])
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--out", default="gpu_check")
+    parser.add_argument("--span-tokens", type=int, nargs="+", default=[20_000, 50_000, 100_000])
+    parser.add_argument("--only-spans", action="store_true", help="only the span measurement (step 5)")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.only_spans:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        (out / "span_training.json").write_text(json.dumps(span_table(args.span_tokens, device), indent=2))
+        return
     print(torch.__version__, torch.cuda.get_device_name(0), flush=True)
     subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_ops.py", "tests/test_model.py"],
@@ -109,6 +178,7 @@ def main() -> None:
                 "device": description["device"],
             }
             print(results, flush=True)
+    results["span_training"] = span_table(args.span_tokens, "cuda")
     (out / "gpu_train.json").write_text(json.dumps(results, indent=2))
 
 

@@ -49,6 +49,7 @@ EXISTING_COLUMNS = [
     "tokens_per_s",
     "device",
     "peak_memory_mb",
+    "epochs_trained",
     "oracle_auroc",
     "element_ceiling_auroc",
 ]
@@ -107,6 +108,7 @@ DESCRIPTION = {
     "train_seconds": 12.5,
     "tokens_per_s": 800.0,
     "device": "cpu",
+    "epochs_trained": 10,
 }
 
 
@@ -143,6 +145,7 @@ def test_a_model_row_takes_its_values_from_metrics_json_and_model_json(tmp_path)
         "tokens_per_s": 800.0,
         "device": "cpu",
         "peak_memory_mb": None,
+        "epochs_trained": 10,
         "oracle_auroc": None,
         "element_ceiling_auroc": None,
     }

@@ -404,3 +404,17 @@ def test_two_process_span_training_takes_disjoint_batches_and_finishes(span_shar
     assert description["device"] == "cpu x 2"
     log = pd.read_csv(tmp_path / "two" / "train_log.tsv", sep="\t")
     assert log["epoch"].tolist() == [1, 2] and np.isfinite(log["val_auroc"]).all()
+
+
+def test_a_time_budget_stops_mid_epoch_keeps_a_model_and_says_how_far_it_got(span_shard_dir, tmp_path):
+    config = span_config(epochs=3, max_minutes=1e-6)  # spent after the first step
+    description = train_model(span_shard_dir, SPAN_MODEL, config, tmp_path / "m", tmp_path / "ckpt")
+    log = pd.read_csv(tmp_path / "m" / "train_log.tsv", sep="\t")
+    steps = len(SpanBatches(load_split(span_shard_dir, "train"), config.max_tokens_per_batch * SPAN_MODEL.patch_size))
+    assert log["epoch"].tolist() == [1] and log["epoch_fraction"].iloc[0] == pytest.approx(1 / steps)
+    assert description["time_budget_reached"] and description["epochs_trained"] == pytest.approx(1 / steps)
+    assert np.isfinite(log["val_auroc"]).all() and (tmp_path / "m" / "model.safetensors").exists()
+    again = train_model(span_shard_dir, SPAN_MODEL, config, tmp_path / "again", tmp_path / "ckpt")  # resumes: spent
+    assert again["epochs_trained"] == description["epochs_trained"]
+    unlimited = train_model(span_shard_dir, SPAN_MODEL, span_config(epochs=2), tmp_path / "u", tmp_path / "ckpt-u")
+    assert unlimited["epochs_trained"] == 2 and not unlimited["time_budget_reached"]

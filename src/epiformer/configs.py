@@ -68,9 +68,12 @@ class TrainConfig:
     patience: int = 0  # epochs without a better validation AUPRC before stopping; 0 never stops early
     devices: int = 1  # data-parallel processes (DDP); batch_size is the global batch
     max_tokens_per_batch: int = 16384  # span models: model tokens in each process's batch, padding included
+    max_minutes: float = 0.0  # training time budget; when spent, mid-epoch if need be, the best epoch so far is kept
     checkpoint_minutes: float = 10.0  # also checkpoint within an epoch this often (0: at epoch ends only)
 
     def __post_init__(self):
+        if self.max_minutes < 0:
+            raise ValueError(f"train.max_minutes must be 0 (no budget) or more, not {self.max_minutes}")
         if self.max_tokens_per_batch < 1:
             raise ValueError(f"train.max_tokens_per_batch must be at least 1, not {self.max_tokens_per_batch}")
         if self.batch_size % self.devices:

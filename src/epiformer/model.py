@@ -155,7 +155,10 @@ class EPITransformer(nn.Module):
             if span is None or segment is None or span_valid is None:
                 raise ValueError("this model reads spans (input: span) and needs span, segment and span_valid")
             x, valid = self.embed(span, span_valid)
-            x = x + self.segment(segment[:, :: self.tokenizer.patch])  # a token's segment is its first base's
+            token_segment = segment[:, :: self.tokenizer.patch]  # (B, T): a token's segment is its first base's
+            # As a product with the one-hot segments, not an embedding lookup: with three rows and
+            # thousands of tokens, the lookup's backward (a scatter into three rows) is the slower.
+            x = x + F.one_hot(token_segment, self.segment.num_embeddings).to(x.dtype) @ self.segment.weight
             padding = ~valid  # (B, T): spans of one batch differ in length and may hold gaps
         else:
             x, valid, padding = self.join_elements(enhancer, promoter, enhancer_valid, promoter_valid)

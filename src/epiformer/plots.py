@@ -249,7 +249,10 @@ def plot_cost(summary_tsv: str | Path, out_png: str | Path) -> None:
                 color="tab:orange" if entry.attention == "softmax" else "tab:blue",
                 capsize=3,
             )
-            ax.annotate(entry.model, (entry.train_seconds / 60, entry.auroc), textcoords="offset points", xytext=(6, 4))
+            label = entry.model
+            if getattr(entry, "epochs_trained", None) is not None and entry.epochs_trained == entry.epochs_trained:
+                label += f" ({entry.epochs_trained:.3g} epochs)"  # fewer when the time budget stopped it
+            ax.annotate(label, (entry.train_seconds / 60, entry.auroc), textcoords="offset points", xytext=(6, 4))
         for column, style, label in (
             ("oracle_auroc", "--", "oracle (true probabilities)"),
             ("element_ceiling_auroc", ":", "best from the element windows"),

@@ -6,7 +6,8 @@ span, everything from one window to the other; elements for baselines), auroc, a
 auroc_hi, auprc, auprc_lo, auprc_hi, f1, mcc, balanced_accuracy, n_test, positives,
 split_mode, parameters (fitted coefficients for a baseline), train_seconds, tokens_per_s,
 device, peak_memory_mb (the training process's peak resident memory, or the GPU's peak
-allocation; these four empty for baselines), oracle_auroc (empty unless the sample sheet
+allocation), epochs_trained (fewer than train.epochs when early stopping or the time budget
+train.max_minutes ended training; these five empty for baselines), oracle_auroc (empty unless the sample sheet
 names a truth table, as the demo does: the AUROC of the true interaction probabilities on
 the same test pairs), element_ceiling_auroc (the same for the best score the two element
 windows allow, when the truth table has `p_elements`, as the long demo's does). Then, for
@@ -97,7 +98,12 @@ def summary_row(result: ModelResult) -> dict:
 
 def _cost(description: dict) -> dict:
     cost = {key: description[key] for key in ("parameters", "train_seconds", "tokens_per_s", "device")}
-    return {**cost, "peak_memory_mb": description.get("peak_memory_mb")}
+    return {
+        **cost,
+        "peak_memory_mb": description.get("peak_memory_mb"),
+        # A model.json from before the time budget: every epoch of `train.epochs` ran, unless it stopped early.
+        "epochs_trained": description.get("epochs_trained", description.get("train", {}).get("epochs")),
+    }
 
 
 def _baseline_cost(metrics: dict) -> dict:
@@ -109,6 +115,7 @@ def _baseline_cost(metrics: dict) -> dict:
         "tokens_per_s": None,
         "device": None,
         "peak_memory_mb": None,
+        "epochs_trained": None,
     }
 
 

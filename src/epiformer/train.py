@@ -59,6 +59,7 @@ LOG_COLUMNS = [
     "seconds",
     "tokens_per_s",
     "device",
+    "epoch_fraction",  # below 1 only for an epoch that train.max_minutes cut short
 ]
 
 
@@ -265,13 +266,6 @@ def _epoch_batches(train_data, train_config: TrainConfig, patch_size: int, epoch
     return PairBatches(train_data, train_config.batch_size // world, **augmentation)
 
 
-def tokens_in(data, patch_size: int) -> int:
-    """Model tokens (one per patch, the unit attention cost grows with) in one pass over `data`."""
-    if isinstance(data, SpanShardSet):
-        return int((-(-(data.lengths - 2 * data.flank) // patch_size)).sum())
-    return len(data) * sum(-(-width // patch_size) for width in data.widths.values())
-
-
 @dataclass
 class _Run:
     """What one process of a training run holds; rank 0 logs, checkpoints and writes outputs."""
@@ -289,14 +283,19 @@ class _Run:
     fingerprint: str
 
 
-def _train_epoch(run: _Run, train_data, epoch: int, partial: dict | None, stop: StopRequest, save) -> float:
+def _train_epoch(
+    run: _Run, train_data, epoch: int, partial: dict | None, stop: StopRequest, save, seconds_left: float
+) -> tuple[float, int, int]:
     """One pass over this process's batches, from a mid-epoch checkpoint when there is one.
 
-    Returns the mean training loss over all processes. `save(partial)` writes a mid-epoch
-    checkpoint; on a stop request it is written before TrainingInterrupted is raised.
+    Returns the mean training loss over all processes, the batches done (all of them, unless
+    the time budget `seconds_left` ran out first) and the model tokens they held (all
+    processes). `save(partial)` writes a mid-epoch checkpoint; on a stop request it is
+    written before TrainingInterrupted is raised.
     """
     config = run.config
-    batches = _epoch_batches(train_data, config, run.model.config.patch_size, epoch, run.rank, run.world)
+    patch = run.model.config.patch_size
+    batches = _epoch_batches(train_data, config, patch, epoch, run.rank, run.world)
     start = partial["batches_done"] if partial else 0
     losses = [torch.tensor(value) for value in partial["losses"]] if partial else []
     seed_dropout(config.seed, epoch, run.rank)
@@ -305,11 +304,21 @@ def _train_epoch(run: _Run, train_data, epoch: int, partial: dict | None, stop: 
     run.model.train()
     loader = batch_loader(torch.utils.data.Subset(batches, range(start, len(batches))), config.loader_workers)
     description = f"epoch {epoch}/{config.epochs}" if run.rank == 0 else ""
-    last_saved = time.monotonic()
+    last_saved = started = time.monotonic()
+    done = len(batches)
     for index, batch in enumerate(progress(loader, len(batches) - start, description), start=start):
         losses.append(_step(run, batch))
         minutes = (time.monotonic() - last_saved) / 60
-        signum, due = _agree(stop.signal, 0 < config.checkpoint_minutes <= minutes, run.world, run.device)
+        signum, due, spent = _agree(
+            stop.signal,
+            0 < config.checkpoint_minutes <= minutes,
+            config.max_minutes > 0 and time.monotonic() - started >= seconds_left,
+            world=run.world,
+            device=run.device,
+        )
+        if spent and index + 1 < len(batches):
+            done = index + 1
+            break
         if (due or signum) and index + 1 < len(batches):
             save(
                 {
@@ -334,7 +343,15 @@ def _train_epoch(run: _Run, train_data, epoch: int, partial: dict | None, stop: 
     mean = torch.stack([value.to(run.device) for value in losses]).mean()
     if run.world > 1:
         torch.distributed.all_reduce(mean, op=torch.distributed.ReduceOp.AVG)
-    return float(mean)
+    return float(mean), done, len(batches)
+
+
+def batch_tokens(batches, patch_size: int, count: int) -> int:
+    """Model tokens (padding left out) in the first `count` batches of a PairBatches or SpanBatches."""
+    if isinstance(batches, SpanBatches):
+        return int(sum((-(-batches.span_lengths[rows] // patch_size)).sum() for rows in batches.batches[:count]))
+    per_pair = sum(-(-width // patch_size) for width in batches.shards.widths.values())
+    return per_pair * sum(len(rows) for rows in batches.batches[:count])
 
 
 def _step(run: _Run, batch: dict) -> torch.Tensor:
@@ -352,13 +369,16 @@ def _step(run: _Run, batch: dict) -> torch.Tensor:
     return loss.detach()
 
 
-def _agree(signum: int, due: bool, world: int, device: torch.device) -> tuple[int, bool]:
-    """All processes must checkpoint and stop at the same step, or the others wait forever."""
+def _agree(signum: int, *flags: bool, world: int, device: torch.device) -> tuple:
+    """All processes must checkpoint and stop at the same step, or the others wait forever.
+
+    Returns the largest signal number and each flag as set in any process.
+    """
     if world == 1:
-        return signum, due
-    flags = torch.tensor([signum, int(due)], device=device)  # NCCL reduces only GPU tensors
-    torch.distributed.all_reduce(flags, op=torch.distributed.ReduceOp.MAX)
-    return int(flags[0]), bool(flags[1])
+        return (signum, *flags)
+    values = torch.tensor([signum, *map(int, flags)], device=device)  # NCCL reduces only GPU tensors
+    torch.distributed.all_reduce(values, op=torch.distributed.ReduceOp.MAX)
+    return (int(values[0]), *map(bool, values[1:].tolist()))
 
 
 def _gather(value, world: int) -> list:
@@ -408,8 +428,9 @@ def _epoch_row(
     seconds: float,
     tokens: int,
     device_name: str,
+    epoch_fraction: float = 1.0,
 ) -> dict:
-    """One train_log.tsv row: training loss, validation metrics, speed."""
+    """One train_log.tsv row: training loss, validation metrics, speed, and how much of the epoch ran."""
     scores, labels, _ = predict_split(
         model, val_data, 4 * train_config.batch_size, device, 4 * train_config.max_tokens_per_batch
     )
@@ -421,6 +442,7 @@ def _epoch_row(
         "seconds": seconds,
         "tokens_per_s": tokens / seconds,
         "device": device_name,
+        "epoch_fraction": epoch_fraction,
     }
 
 
@@ -493,7 +515,7 @@ def _train(
                 },
             )
 
-    tokens_per_epoch = tokens_in(train_data, model_config.patch_size)
+    budget = train_config.max_minutes * 60
     with StopRequest() as stop:
         for epoch in range(done + 1, train_config.epochs + 1):
             if should_stop_early(history, best, train_config.patience):
@@ -504,10 +526,17 @@ def _train(
                         train_config.patience,
                     )
                 break
+            spent = sum(row["seconds"] for row in history) + (partial["seconds"] if partial else 0.0)
+            if budget and spent >= budget:
+                break  # a re-run after the budget was spent: nothing more to train
             started = time.perf_counter() - (partial["seconds"] if partial else 0.0)
             save_partial = lambda p, started=started: save({**p, "seconds": time.perf_counter() - started})  # noqa: E731
-            train_loss = _train_epoch(run, train_data, epoch, partial, stop, save_partial)
+            train_loss, batches_done, batches = _train_epoch(
+                run, train_data, epoch, partial, stop, save_partial, budget - spent
+            )
             partial = None
+            epoch_batches = _epoch_batches(train_data, train_config, model_config.patch_size, epoch, rank, world)
+            tokens = batch_tokens(epoch_batches, model_config.patch_size, batches_done) * world
             # Every process validates the same weights, so all agree on the history and on stopping.
             row = _epoch_row(
                 model,
@@ -518,8 +547,9 @@ def _train(
                 train_loss,
                 scheduler.get_last_lr()[0],
                 time.perf_counter() - started,
-                tokens_per_epoch,
+                tokens,
                 device_name,
+                batches_done / batches,
             )
             history.append(row)
             if row["val_auprc"] > best["auprc"]:
@@ -530,6 +560,19 @@ def _train(
                     "epoch %d: " + ", ".join(f"{k} %s" for k in list(row)[1:]), epoch, *_fmt(list(row.values())[1:])
                 )
             save(None)
+            if batches_done < batches:
+                if rank == 0:
+                    log.warning(
+                        "Time budget (train.max_minutes %g) spent in epoch %d after %d of %d batches (%.0f s); "
+                        "a whole epoch would take about %.1f minutes at this pace. Kept the best epoch so far.",
+                        train_config.max_minutes,
+                        epoch,
+                        batches_done,
+                        batches,
+                        row["seconds"],
+                        row["seconds"] * batches / batches_done / 60,
+                    )
+                break
     if rank != 0:
         return {}
     return write_outputs(outdir, best, history, model_config, train_config, manifest, device_name)
@@ -551,6 +594,8 @@ def write_outputs(outdir: Path, best, history, model_config, train_config, manif
         "best_val_auprc": best["auprc"],
         "train_seconds": float(sum(r["seconds"] for r in history)),
         "tokens_per_s": float(np.median([r["tokens_per_s"] for r in history])),
+        "epochs_trained": float(sum(r["epoch_fraction"] for r in history)),  # below `train.epochs` when stopped
+        "time_budget_reached": bool(history) and history[-1]["epoch_fraction"] < 1,
         "device": str(device),
         "peak_memory_mb": peak_memory_mb(),
         "data_manifest_sha256": hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest(),
