@@ -13,6 +13,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from sklearn.metrics import average_precision_score, precision_recall_curve, roc_auc_score, roc_curve  # noqa: E402
@@ -237,7 +238,7 @@ def plot_cost(summary_tsv: str | Path, out_png: str | Path) -> None:
     table = pd.read_csv(summary_tsv, sep="\t")
     table = table[table["kind"] == "transformer"]
     cells = list(dict.fromkeys(table["cell_line"]))
-    fig, axes = plt.subplots(1, max(1, len(cells)), figsize=(5.5 * max(1, len(cells)), 4.2), squeeze=False)
+    fig, axes = plt.subplots(1, max(1, len(cells)), figsize=(7.5 * max(1, len(cells)), 4.8), squeeze=False)
     for ax, cell in zip(axes[0], cells):
         part = table[table["cell_line"] == cell]
         for entry in part.itertuples():
@@ -259,7 +260,13 @@ def plot_cost(summary_tsv: str | Path, out_png: str | Path) -> None:
         ):
             if column in part and part[column].notna().any():
                 ax.axhline(part[column].dropna().iloc[0], color="tab:green", linestyle=style, label=label)
+        ax.axhline(0.5, color="grey", linestyle=":", linewidth=0.8)
         ax.set_xscale("log")
+        minutes = part["train_seconds"].dropna() / 60
+        if len(minutes):  # room on the right for the labels
+            ax.set_xlim(minutes.min() / 2, minutes.max() * 6)
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}"))
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set(xlabel="training time (minutes, log scale)", ylabel="test AUROC (95% interval)", title=cell)
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
