@@ -1,4 +1,4 @@
-"""Encode a cell line's windows into bit-packed one-hot shards with a manifest."""
+"""Encode a cell line's windows (or spans) into bit-packed one-hot shards with a manifest."""
 
 import json
 from pathlib import Path
@@ -6,11 +6,13 @@ from pathlib import Path
 from epiformer.encode import encode_shards
 from epiformer.fileio import read_windows, sha256_file
 from epiformer.runlog import setup_logging
+from epiformer.spans import encode_span_shards
+
+ENCODERS = {"windows": encode_shards, "span": encode_span_shards}  # each element's window, or one span a pair
 
 log = setup_logging(snakemake.log[0])
-windows = read_windows(snakemake.input.windows)
-manifest = encode_shards(
-    windows,
+manifest = ENCODERS[snakemake.params.kind](
+    read_windows(snakemake.input.windows),
     snakemake.input.genome,
     snakemake.output.shards,
     flank=snakemake.params.flank,
@@ -19,4 +21,9 @@ manifest = encode_shards(
     windows_stats=json.loads(Path(snakemake.input.stats).read_text()),
     workers=snakemake.threads,
 )
-log.info("Wrote %d shards for %d pairs", len(manifest["shards"]), sum(s["rows"] for s in manifest["shards"]))
+log.info(
+    "Wrote %d %s shards for %d pairs",
+    len(manifest["shards"]),
+    snakemake.params.kind,
+    sum(s["rows"] for s in manifest["shards"]),
+)

@@ -159,6 +159,13 @@ train.train_model(sys.argv[1], ModelConfig(**{model}), TrainConfig(**{config}), 
 """
 
 
+def train_until_signal(shard_dir, model, config, tmp_path, stop_at: int, signal_name: str):
+    """Train into tmp_path/resumed (checkpoints: tmp_path/ckpt), sending itself `signal_name` at step `stop_at`."""
+    script = MID_EPOCH_SIGNAL.format(model=model.to_dict(), config=vars(config))
+    arguments = [str(shard_dir), str(tmp_path / "resumed"), str(tmp_path / "ckpt"), str(stop_at), signal_name]
+    return subprocess.run([sys.executable, "-c", script, *arguments], capture_output=True, text=True)
+
+
 def same_predictions(shard_dir, tmp_path, *runs) -> bool:
     from epiformer.evaluate import evaluate_model
 
@@ -182,22 +189,8 @@ def test_a_training_stopped_mid_epoch_resumes_to_identical_predictions(
     config = train_config(epochs=3, checkpoint_minutes=checkpoint_minutes)
     train_model(shard_dir, TINY_MODEL, config, tmp_path / "straight", tmp_path / "ckpt-straight")
     steps_per_epoch = -(-len(load_split(shard_dir, "train")) // config.batch_size)
-    script = MID_EPOCH_SIGNAL.format(model=TINY_MODEL.to_dict(), config=vars(config))
     stop_at = steps_per_epoch + steps_per_epoch // 2  # half-way through epoch 2
-    stopped = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            script,
-            str(shard_dir),
-            str(tmp_path / "resumed"),
-            str(tmp_path / "ckpt"),
-            str(stop_at),
-            signal_name,
-        ],
-        capture_output=True,
-        text=True,
-    )
+    stopped = train_until_signal(shard_dir, TINY_MODEL, config, tmp_path, stop_at, signal_name)
     assert stopped.returncode == exit_code, stopped.stderr
     checkpoint = torch.load(tmp_path / "ckpt" / "last.pt", weights_only=True)
     if signal_name == "SIGKILL" and not checkpoint_minutes:
@@ -374,22 +367,8 @@ def test_a_span_training_stopped_mid_epoch_resumes_to_identical_predictions(
     train_model(span_shard_dir, SPAN_MODEL, config, tmp_path / "straight", tmp_path / "ckpt-straight")
     train = load_split(span_shard_dir, "train")
     steps_per_epoch = len(SpanBatches(train, config.max_tokens_per_batch * SPAN_MODEL.patch_size))
-    script = MID_EPOCH_SIGNAL.format(model=SPAN_MODEL.to_dict(), config=vars(config))
-    stop_at = steps_per_epoch + steps_per_epoch // 2
-    stopped = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            script,
-            str(span_shard_dir),
-            str(tmp_path / "resumed"),
-            str(tmp_path / "ckpt"),
-            str(stop_at),
-            signal_name,
-        ],
-        capture_output=True,
-        text=True,
-    )
+    stop_at = steps_per_epoch + steps_per_epoch // 2  # half-way through epoch 2
+    stopped = train_until_signal(span_shard_dir, SPAN_MODEL, config, tmp_path, stop_at, signal_name)
     assert stopped.returncode == exit_code, stopped.stderr
     checkpoint = torch.load(tmp_path / "ckpt" / "last.pt", weights_only=True)
     assert checkpoint["partial"]["epoch"] == 2

@@ -22,6 +22,22 @@ from epiformer.constants import ELEMENTS
 from epiformer.shards import ShardSet, crop, reverse_complement, unpack
 
 
+def check_shift(max_shift: int, flank: int) -> None:
+    """A shift can reach only as far as the flank the shards store beyond each window or span."""
+    if max_shift > flank:
+        raise ValueError(
+            f"A shift of up to {max_shift} bp was asked for, but the shards hold {flank} bp of flank beyond each "
+            "window: ask for at most that, or encode the shards again with a larger augment.max_shift."
+        )
+
+
+def share_of_rank(batches: list, rank: int, world_size: int) -> list:
+    """Batches rank, rank + w, rank + 2w, ... of w processes, cut to a multiple of w first."""
+    if world_size > 1:  # every process must take the same number of steps, or DDP waits forever
+        batches = batches[: len(batches) // world_size * world_size]
+    return batches[rank::world_size]
+
+
 class PairBatches(torch.utils.data.Dataset):
     """Batches of one split for one epoch; item i is batch i (see module docstring)."""
 
@@ -37,22 +53,16 @@ class PairBatches(torch.utils.data.Dataset):
         rank: int = 0,
         world_size: int = 1,
     ):
+        check_shift(max_shift, shards.flank)
         self.shards, self.batch_size = shards, batch_size
         self.seed, self.epoch, self.rank = seed, epoch, rank
-        if max_shift > shards.flank:
-            raise ValueError(
-                f"A shift of up to {max_shift} bp was asked for, but the shards hold {shards.flank} bp of flank "
-                "beyond each window: ask for at most that, or encode the shards again with a larger "
-                "augment.max_shift."
-            )
         self.augment = shuffle and (max_shift > 0 or reverse_complement_prob > 0)
         self.max_shift, self.reverse_complement_prob = max_shift, reverse_complement_prob
         order = np.random.default_rng([seed, epoch]).permutation(len(shards)) if shuffle else np.arange(len(shards))
         # Disjoint per rank: rank r takes slices r, r + w, r + 2w, ... of batch size.
-        slices = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
-        if world_size > 1:  # every process must take the same number of steps, or DDP waits forever
-            slices = slices[: len(slices) // world_size * world_size]
-        self.batches = slices[rank::world_size]
+        self.batches = share_of_rank(
+            [order[i : i + batch_size] for i in range(0, len(order), batch_size)], rank, world_size
+        )
 
     def __len__(self) -> int:
         return len(self.batches)
@@ -144,11 +154,7 @@ class SpanBatches(torch.utils.data.Dataset):
         rank: int = 0,
         world_size: int = 1,
     ):
-        if max_shift > spans.flank:
-            raise ValueError(
-                f"A shift of up to {max_shift} bp was asked for, but the span shards hold {spans.flank} bp of flank: "
-                "ask for at most that, or encode the shards again with a larger augment.max_shift."
-            )
+        check_shift(max_shift, spans.flank)
         self.spans, self.seed, self.epoch, self.rank = spans, seed, epoch, rank
         self.augment = shuffle and (max_shift > 0 or reverse_complement_prob > 0)
         self.max_shift, self.reverse_complement_prob = max_shift, reverse_complement_prob
@@ -156,9 +162,7 @@ class SpanBatches(torch.utils.data.Dataset):
         batches = token_budget_batches(self.span_lengths, max_bases)
         if shuffle:
             batches = [batches[i] for i in np.random.default_rng([seed, epoch]).permutation(len(batches))]
-        if world_size > 1:  # every process must take the same number of steps, or DDP waits forever
-            batches = batches[: len(batches) // world_size * world_size]
-        self.batches = batches[rank::world_size]
+        self.batches = share_of_rank(batches, rank, world_size)
 
     def __len__(self) -> int:
         return len(self.batches)

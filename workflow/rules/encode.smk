@@ -18,6 +18,7 @@ rule encode:
         mem_mb=4000,
         runtime=60,
     params:
+        kind="windows",
         flank=config["augment"]["max_shift"],
         shard_size=config["encode"]["shard_size"],
     script:
@@ -25,27 +26,14 @@ rule encode:
 
 
 # One sequence per pair from the first element window to the second (models with input: span).
-rule encode_spans:
-    input:
-        windows="results/{cell}/windows.tsv",
-        stats="results/{cell}/windows_stats.json",
-        genome=get_genome,
-        fai=get_genome_index,
-        pairs=get_pairs,
+use rule encode as encode_spans with:
     output:
         shards=directory("results/{cell}/span_shards"),
     log:
         "logs/{cell}/encode_spans.log",
     benchmark:
         "logs/{cell}/encode_spans.usage.tsv"
-    conda:
-        "../../envs/encode.yaml"
-    threads: 2
-    resources:
-        mem_mb=4000,
-        runtime=60,
     params:
+        kind="span",
         flank=config["augment"]["max_shift"],
         shard_size=config["encode"]["shard_size"],
-    script:
-        "../../scripts/encode_spans.py"
