@@ -7,9 +7,9 @@
 4. demo training on CUDA (bf16 autocast) from already-encoded shard folders, with test AUROC
    and tokens/s per model;
 5. span training at 20k-100k tokens a sample (`--span-tokens`): optimiser steps of the long
-   demo's span model (d_model 32, 2 layers, one token per base; config/demo_long.yaml) on one
-   span a step, linear against softmax, bf16 autocast: tokens/s and peak GPU memory, or the
-   error where softmax runs out of memory.
+   demo's span model (d_model 32, 2 layers, 4 heads, as in config/demo_long.yaml, but one
+   token a base) on one span a step, linear against softmax, bf16 autocast: tokens/s and peak
+   GPU memory, or the error where softmax runs out of memory.
 Usage (shards made here by `make demo`, copied beside the checkout):
     PYTHONPATH=src python3 benchmarks/gpu_check.py --shards results/demo_a/shards results/demo_b/shards --out OUT
 Only the span measurement (also on the CPU, at small sizes, to check the code):

@@ -108,7 +108,7 @@ def main() -> None:
         write_genome(folder / "genome.fa", 2_000_000)
         fixed, spans = build_data(folder, args.tokens, 2_000_000)
         batch_size = max(1, args.budget * MODEL.patch_size // FIXED_BASES)
-        span_batches = SpanBatches(spans, args.budget * MODEL.patch_size, shuffle=True, seed=0, epoch=1)
+        span_batches = SpanBatches(spans, args.budget, MODEL.patch_size, shuffle=True, seed=0, epoch=1)
         padded = sum(len(rows) * int((spans.lengths[rows] - 2 * FLANK).max()) for rows in span_batches.batches)
         print(
             f"{len(fixed)} fixed-width pairs of {FIXED_BASES} bp (batch {batch_size}); {len(spans)} spans of "
@@ -122,7 +122,7 @@ def main() -> None:
                     batches = PairBatches(fixed, batch_size, shuffle=True, seed=0, epoch=round_ + 1)
                     seconds, tokens = train_pass(MODEL, batches)
                 else:
-                    batches = SpanBatches(spans, args.budget * MODEL.patch_size, shuffle=True, seed=0, epoch=round_ + 1)
+                    batches = SpanBatches(spans, args.budget, MODEL.patch_size, shuffle=True, seed=0, epoch=round_ + 1)
                     seconds, tokens = train_pass(SPAN_MODEL, batches)
                 rates[mode].append(tokens / seconds)
                 print(

@@ -13,5 +13,6 @@ metrics = evaluate_model(
     snakemake.output.metrics,
     resamples=snakemake.params.bootstrap,
     seed=snakemake.params.seed,
+    max_tokens=snakemake.params.max_tokens,
 )
 log.info("Test AUROC %.4f, AUPRC %.4f on %d pairs", metrics["auroc"], metrics["auprc"], metrics["n_test"])

@@ -111,17 +111,19 @@ def varied_span_shards(small_fasta, tmp_path, pairs: int = 40, flank: int = 3):
     return path, windows, load_split(tmp_path / "spans", "train")
 
 
-@pytest.mark.parametrize("max_bases", [1, 150, 600, 5000])
-def test_token_budget_batches_hold_every_row_once_within_the_budget(max_bases):
+@pytest.mark.parametrize("max_tokens", [1, 150, 600, 5000])
+@pytest.mark.parametrize("patch", [1, 4])
+def test_token_budget_batches_hold_every_row_once_within_the_budget(max_tokens, patch):
     lengths = np.random.default_rng(0).integers(1, 400, 300)
-    batches = token_budget_batches(lengths, max_bases)
+    tokens = -(-lengths // patch)  # a row of L bases is ceil(L / patch) tokens
+    batches = token_budget_batches(lengths, max_tokens, patch)
     rows = np.concatenate(batches)
     assert sorted(rows.tolist()) == list(range(300))  # every row exactly once
     for batch in batches:
-        assert len(batch) == 1 or len(batch) * lengths[batch].max() <= max_bases
-    if max_bases >= 400:  # room for two of the longest: batches are as full as the order allows
+        assert len(batch) == 1 or len(batch) * tokens[batch].max() <= max_tokens
+    if max_tokens >= 2 * tokens.max():  # room for two of the longest: batches are as full as the order allows
         merged = [np.concatenate([a, b]) for a, b in zip(batches, batches[1:])]
-        assert all(len(m) * lengths[m].max() > max_bases for m in merged)
+        assert all(len(m) * tokens[m].max() > max_tokens for m in merged)
 
 
 def test_span_batches_cover_every_pair_once_per_epoch_and_respect_the_budget(small_fasta, tmp_path):
@@ -181,6 +183,8 @@ def test_span_ranks_take_disjoint_batches_and_the_same_number_of_steps(small_fas
     assert not (seen[0] & seen[1] or seen[0] & seen[2] or seen[1] & seen[2])
     whole = len(token_budget_batches(data.lengths - 2 * data.flank, 700))
     assert len(ranks[0]) == whole // 3
+    with pytest.raises(ValueError, match="max_tokens_per_batch or train.devices"):
+        SpanBatches(data, 10**9, world_size=2)  # one batch holds every span: nothing for the second process
 
 
 def test_span_batches_do_not_depend_on_loader_workers(small_fasta, tmp_path):

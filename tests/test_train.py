@@ -366,7 +366,7 @@ def test_a_span_training_stopped_mid_epoch_resumes_to_identical_predictions(
     config = span_config(checkpoint_minutes=1e-9)
     train_model(span_shard_dir, SPAN_MODEL, config, tmp_path / "straight", tmp_path / "ckpt-straight")
     train = load_split(span_shard_dir, "train")
-    steps_per_epoch = len(SpanBatches(train, config.max_tokens_per_batch * SPAN_MODEL.patch_size))
+    steps_per_epoch = len(SpanBatches(train, config.max_tokens_per_batch, SPAN_MODEL.patch_size))
     stop_at = steps_per_epoch + steps_per_epoch // 2  # half-way through epoch 2
     stopped = train_until_signal(span_shard_dir, SPAN_MODEL, config, tmp_path, stop_at, signal_name)
     assert stopped.returncode == exit_code, stopped.stderr
@@ -377,7 +377,8 @@ def test_a_span_training_stopped_mid_epoch_resumes_to_identical_predictions(
     assert same_predictions(span_shard_dir, tmp_path, "straight", "resumed")
 
 
-def test_two_process_span_training_takes_disjoint_batches_and_finishes(span_shard_dir, tmp_path):
+def test_two_process_span_training_runs_to_the_end(span_shard_dir, tmp_path):
+    """Which batches each process takes is tested in test_batches (disjoint, equal steps); here the run itself."""
     config = span_config(epochs=2, devices=2)
     description = train_model(span_shard_dir, SPAN_MODEL, config, tmp_path / "two", tmp_path / "ckpt")
     assert description["device"] == "cpu x 2"
@@ -389,7 +390,8 @@ def test_a_time_budget_stops_mid_epoch_keeps_a_model_and_says_how_far_it_got(spa
     config = span_config(epochs=3, max_minutes=1e-6)  # spent after the first step
     description = train_model(span_shard_dir, SPAN_MODEL, config, tmp_path / "m", tmp_path / "ckpt")
     log = pd.read_csv(tmp_path / "m" / "train_log.tsv", sep="\t")
-    steps = len(SpanBatches(load_split(span_shard_dir, "train"), config.max_tokens_per_batch * SPAN_MODEL.patch_size))
+    steps = len(SpanBatches(load_split(span_shard_dir, "train"), config.max_tokens_per_batch, SPAN_MODEL.patch_size))
+    assert steps > 1  # the budget runs out in the middle of the epoch
     assert log["epoch"].tolist() == [1] and log["epoch_fraction"].iloc[0] == pytest.approx(1 / steps)
     assert description["time_budget_reached"] and description["epochs_trained"] == pytest.approx(1 / steps)
     assert np.isfinite(log["val_auroc"]).all() and (tmp_path / "m" / "model.safetensors").exists()
@@ -397,3 +399,12 @@ def test_a_time_budget_stops_mid_epoch_keeps_a_model_and_says_how_far_it_got(spa
     assert again["epochs_trained"] == description["epochs_trained"]
     unlimited = train_model(span_shard_dir, SPAN_MODEL, span_config(epochs=2), tmp_path / "u", tmp_path / "ckpt-u")
     assert unlimited["epochs_trained"] == 2 and not unlimited["time_budget_reached"]
+
+
+def test_a_budget_spent_on_an_epochs_last_batch_ends_training_and_says_so(span_shard_dir, tmp_path):
+    config = span_config(epochs=3, max_minutes=1e-6, max_tokens_per_batch=10**8)  # one batch an epoch
+    assert len(SpanBatches(load_split(span_shard_dir, "train"), config.max_tokens_per_batch, 16)) == 1
+    description = train_model(span_shard_dir, SPAN_MODEL, config, tmp_path / "m", tmp_path / "ckpt")
+    log = pd.read_csv(tmp_path / "m" / "train_log.tsv", sep="\t")
+    assert log["epoch"].tolist() == [1] and log["epoch_fraction"].tolist() == [1.0]
+    assert description["time_budget_reached"] and description["epochs_trained"] == 1

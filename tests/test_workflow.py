@@ -183,6 +183,20 @@ def test_changing_one_model_reruns_only_that_model(finished):
     assert "wildcards: cell=demo_a, model=softmax" in jobs and "model=linear" not in jobs
 
 
+def test_span_only_settings_rerun_nothing_in_a_run_without_span_models(finished):
+    path = finished / "config" / "config.yaml"
+    original = path.read_text()
+    config = yaml.safe_load(original)
+    config["windows"]["max_span"] = 1234
+    config["train"]["max_tokens_per_batch"] = 999
+    path.write_text(yaml.safe_dump(config))
+    try:
+        dry = snakemake(finished, "-n")
+    finally:
+        path.write_text(original)  # the finished run is shared with other test modules
+    assert dry.returncode == 0 and "Nothing to be done" in dry.stdout + dry.stderr
+
+
 def test_bad_config_is_rejected_before_any_job(workdir, tmp_path):
     config = tiny_config()
     config["split"]["mode"] = "sideways"

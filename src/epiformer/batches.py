@@ -106,18 +106,20 @@ def batch_loader(batches: PairBatches, workers: int = 0) -> torch.utils.data.Dat
 SEGMENT_IDS = {"enhancer": 0, "promoter": 1, "between": 2}  # a span base's segment, as the model embeds it
 
 
-def token_budget_batches(lengths: np.ndarray, max_bases: int) -> list[np.ndarray]:
-    """Rows grouped by length so that each batch, padded to its longest row, holds at most `max_bases`.
+def token_budget_batches(lengths: np.ndarray, max_tokens: int, patch_size: int = 1) -> list[np.ndarray]:
+    """Rows grouped by length so that each batch, padded to its longest row, holds at most `max_tokens`.
 
-    Rows are taken shortest first (ties in row order), so each batch holds rows of similar
-    length and padding stays small. A row longer than the budget is a batch of its own:
-    every row is in exactly one batch. Returns int64 row arrays, in length order.
+    A row of L bases is ceil(L / patch_size) model tokens. Rows are taken shortest first (ties
+    in row order), so each batch holds rows of similar length and padding stays small. A row
+    longer than the budget is a batch of its own: every row is in exactly one batch. Returns
+    int64 row arrays, in length order.
     """
     order = np.argsort(np.asarray(lengths), kind="stable")
+    tokens = -(-np.asarray(lengths, dtype=np.int64) // patch_size)
     batches, start = [], 0
     for end in range(1, len(order) + 1):
-        # Ascending lengths: a batch's padded size is its row count times its last row's length.
-        if end == len(order) or (end + 1 - start) * int(lengths[order[end]]) > max_bases:
+        # Ascending lengths: a batch's padded size is its row count times its last row's tokens.
+        if end == len(order) or (end + 1 - start) * int(tokens[order[end]]) > max_tokens:
             batches.append(order[start:end].astype(np.int64))
             start = end
     return batches
@@ -126,12 +128,14 @@ def token_budget_batches(lengths: np.ndarray, max_bases: int) -> list[np.ndarray
 class SpanBatches(torch.utils.data.Dataset):
     """Batches of one split's spans for one epoch, bucketed by length under a budget of bases.
 
-    Each batch holds rows of similar length whose padded size (rows x longest span) stays
-    within `max_bases`, so memory stays flat however long the spans are. Which rows share a
-    batch is fixed by the data (`token_budget_batches`); an epoch shuffles the order of the
-    batches from (seed, epoch), so every pair is seen exactly once per epoch. With several
-    processes, rank r of w takes batches r, r + w, ... of that order, cut to a multiple of w
-    so that every process takes the same number of steps; `max_bases` is per process.
+    Each batch holds rows of similar length whose padded size (rows x the longest span's
+    model tokens, `patch_size` bases each) stays within `max_tokens`, so memory stays flat
+    however long the spans are. Which rows share a batch is fixed by the data
+    (`token_budget_batches`); an epoch shuffles the order of the batches from (seed, epoch),
+    so with one process every pair is seen exactly once per epoch. With w processes, rank r
+    takes batches r, r + w, ... of that order, cut to a multiple of w so that every process
+    takes the same number of steps: up to w - 1 batches (others each epoch) are left out, as
+    `PairBatches` leaves out a last partial slice. `max_tokens` is per process.
 
     Items: `span` float [B, L, 4] one-hot (N bases all zero); `segment` int64 [B, L]
     (`SEGMENT_IDS`: enhancer 0, promoter 1, between 2); `span_valid` bool [B, L], True at
@@ -145,7 +149,8 @@ class SpanBatches(torch.utils.data.Dataset):
     def __init__(
         self,
         spans,
-        max_bases: int,
+        max_tokens: int,
+        patch_size: int = 1,
         shuffle: bool = False,
         seed: int = 0,
         epoch: int = 0,
@@ -159,7 +164,12 @@ class SpanBatches(torch.utils.data.Dataset):
         self.augment = shuffle and (max_shift > 0 or reverse_complement_prob > 0)
         self.max_shift, self.reverse_complement_prob = max_shift, reverse_complement_prob
         self.span_lengths = spans.lengths - 2 * spans.flank
-        batches = token_budget_batches(self.span_lengths, max_bases)
+        batches = token_budget_batches(self.span_lengths, max_tokens, patch_size)
+        if len(batches) < world_size:
+            raise ValueError(
+                f"{len(batches)} span batches of at most {max_tokens} tokens for {world_size} processes: each process "
+                "needs one at least. Lower train.max_tokens_per_batch or train.devices."
+            )
         if shuffle:
             batches = [batches[i] for i in np.random.default_rng([seed, epoch]).permutation(len(batches))]
         self.batches = share_of_rank(batches, rank, world_size)
@@ -174,8 +184,11 @@ class SpanBatches(torch.utils.data.Dataset):
     def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
         rows = self.batches[index]
         rng = np.random.default_rng([self.seed, self.epoch, self.rank, index]) if self.augment else None
-        shifts = rng.integers(-self.max_shift, self.max_shift + 1, len(rows)) if rng else np.zeros(len(rows), int)
-        flips = rng.random(len(rows)) < self.reverse_complement_prob if rng else np.zeros(len(rows), bool)
+        if rng is None:
+            shifts, flips = np.zeros(len(rows), int), np.zeros(len(rows), bool)
+        else:
+            shifts = rng.integers(-self.max_shift, self.max_shift + 1, len(rows))
+            flips = rng.random(len(rows)) < self.reverse_complement_prob
         longest = int(self.span_lengths[rows].max())
         span = np.zeros((len(rows), longest, 4), dtype=np.uint8)
         segment = np.full((len(rows), longest), SEGMENT_IDS["between"], dtype=np.int64)

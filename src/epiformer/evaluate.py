@@ -19,14 +19,24 @@ from epiformer.shards import load_split
 
 
 def evaluate_model(
-    model_dir: str | Path, shard_dir: str | Path, predictions_path, metrics_path, resamples: int = 1000, seed: int = 0
+    model_dir: str | Path,
+    shard_dir: str | Path,
+    predictions_path,
+    metrics_path,
+    resamples: int = 1000,
+    seed: int = 0,
+    max_tokens: int = 65536,
 ) -> dict:
-    """Score validation and test splits with a trained model; write predictions.tsv and metrics.json."""
+    """Score validation and test splits with a trained model; write predictions.tsv and metrics.json.
+
+    Span models score batches of at most `max_tokens` model tokens (the workflow passes four
+    times `train.max_tokens_per_batch`: scoring keeps no activations for a backward pass).
+    """
     model, _ = load_trained_model(model_dir)
     device = torch.device("cpu")
     frames = {}
     for split in SCORED_SPLITS:
-        scores, labels, ids = predict_split(model, load_split(shard_dir, split), 256, device)
+        scores, labels, ids = predict_split(model, load_split(shard_dir, split), 256, device, max_tokens)
         frames[split] = pd.DataFrame({"pair_id": ids, "label": labels, "score": scores})
     metrics = {**compute_metrics(frames["test"], frames["val"], resamples, seed), **data_fields(shard_dir)}
     write_predictions(frames["test"], predictions_path)

@@ -66,7 +66,7 @@ def predict_split(
     """
     model.eval()
     if isinstance(data, SpanShardSet):
-        batches = SpanBatches(data, max_tokens * model.config.patch_size)
+        batches = SpanBatches(data, max_tokens, model.config.patch_size)
     else:
         batches = PairBatches(data, batch_size)
     scores, labels, ids, rows = [], [], [], []

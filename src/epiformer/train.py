@@ -262,7 +262,7 @@ def _epoch_batches(train_data, train_config: TrainConfig, patch_size: int, epoch
         "world_size": world,
     }
     if isinstance(train_data, SpanShardSet):
-        return SpanBatches(train_data, train_config.max_tokens_per_batch * patch_size, **augmentation)
+        return SpanBatches(train_data, train_config.max_tokens_per_batch, patch_size, **augmentation)
     return PairBatches(train_data, train_config.batch_size // world, **augmentation)
 
 
@@ -316,7 +316,7 @@ def _train_epoch(
             world=run.world,
             device=run.device,
         )
-        if spent and index + 1 < len(batches):
+        if spent and not signum and index + 1 < len(batches):  # a signal checkpoints and exits first
             done = index + 1
             break
         if (due or signum) and index + 1 < len(batches):
@@ -515,7 +515,7 @@ def _train(
                 },
             )
 
-    budget = train_config.max_minutes * 60
+    budget, budget_reached = train_config.max_minutes * 60, False
     with StopRequest() as stop:
         for epoch in range(done + 1, train_config.epochs + 1):
             if should_stop_early(history, best, train_config.patience):
@@ -527,8 +527,14 @@ def _train(
                     )
                 break
             spent = sum(row["seconds"] for row in history) + (partial["seconds"] if partial else 0.0)
-            if budget and spent >= budget:
-                break  # a re-run after the budget was spent: nothing more to train
+            # Agreed: each process times itself, and all must leave the loop together.
+            _, budget_reached = _agree(0, bool(budget) and spent >= budget, world=world, device=device)
+            if budget_reached:
+                if rank == 0:
+                    log.info(
+                        "Time budget (train.max_minutes %g) spent after epoch %d.", train_config.max_minutes, epoch - 1
+                    )
+                break
             started = time.perf_counter() - (partial["seconds"] if partial else 0.0)
             save_partial = lambda p, started=started: save({**p, "seconds": time.perf_counter() - started})  # noqa: E731
             train_loss, batches_done, batches = _train_epoch(
@@ -536,6 +542,7 @@ def _train(
             )
             partial = None
             epoch_batches = _epoch_batches(train_data, train_config, model_config.patch_size, epoch, rank, world)
+            # This process's tokens times the processes: exact for window pairs, close for spans.
             tokens = batch_tokens(epoch_batches, model_config.patch_size, batches_done) * world
             # Every process validates the same weights, so all agree on the history and on stopping.
             row = _epoch_row(
@@ -561,6 +568,7 @@ def _train(
                 )
             save(None)
             if batches_done < batches:
+                budget_reached = True
                 if rank == 0:
                     log.warning(
                         "Time budget (train.max_minutes %g) spent in epoch %d after %d of %d batches (%.0f s); "
@@ -575,10 +583,12 @@ def _train(
                 break
     if rank != 0:
         return {}
-    return write_outputs(outdir, best, history, model_config, train_config, manifest, device_name)
+    return write_outputs(outdir, best, history, model_config, train_config, manifest, device_name, budget_reached)
 
 
-def write_outputs(outdir: Path, best, history, model_config, train_config, manifest, device) -> dict:
+def write_outputs(
+    outdir: Path, best, history, model_config, train_config, manifest, device, budget_reached: bool = False
+) -> dict:
     atomic_write(outdir / "model.safetensors", lambda temporary: save_file(best["weights"], str(temporary)))
     lines = ["\t".join(LOG_COLUMNS)] + ["\t".join(str(row[c]) for c in LOG_COLUMNS) for row in history]
     atomic_write_text(outdir / "train_log.tsv", "\n".join(lines) + "\n")
@@ -595,7 +605,7 @@ def write_outputs(outdir: Path, best, history, model_config, train_config, manif
         "train_seconds": float(sum(r["seconds"] for r in history)),
         "tokens_per_s": float(np.median([r["tokens_per_s"] for r in history])),
         "epochs_trained": float(sum(r["epoch_fraction"] for r in history)),  # below `train.epochs` when stopped
-        "time_budget_reached": bool(history) and history[-1]["epoch_fraction"] < 1,
+        "time_budget_reached": budget_reached,
         "device": str(device),
         "peak_memory_mb": peak_memory_mb(),
         "data_manifest_sha256": hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest(),

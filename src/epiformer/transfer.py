@@ -28,14 +28,20 @@ def check_same_widths(description: dict, shard_dir: Path, model_dir: Path) -> No
         )
 
 
-def transfer_table(model_dirs: dict[str, Path], shard_dirs: dict[str, Path], batch_size: int = 256) -> pd.DataFrame:
-    """AUROC/AUPRC of the model trained on each cell line (keys of `model_dirs`) on each test split."""
+def transfer_table(
+    model_dirs: dict[str, Path], shard_dirs: dict[str, Path], batch_size: int = 256, max_tokens: int = 65536
+) -> pd.DataFrame:
+    """AUROC/AUPRC of the model trained on each cell line (keys of `model_dirs`) on each test split.
+
+    Window pairs are scored `batch_size` at a time, spans in batches of at most `max_tokens` tokens.
+    """
     rows = []
     for train_cell, model_dir in model_dirs.items():
         model, description = load_trained_model(model_dir)
         for test_cell, shard_dir in shard_dirs.items():
             check_same_widths(description, Path(shard_dir), Path(model_dir))
-            scores, labels, _ = predict_split(model, load_split(shard_dir, "test"), batch_size, torch.device("cpu"))
+            test = load_split(shard_dir, "test")
+            scores, labels, _ = predict_split(model, test, batch_size, torch.device("cpu"), max_tokens)
             rows.append(
                 {
                     "train_cell": train_cell,
@@ -49,7 +55,9 @@ def transfer_table(model_dirs: dict[str, Path], shard_dirs: dict[str, Path], bat
     return pd.DataFrame(rows)
 
 
-def write_transfer(model_dirs: dict[str, Path], shard_dirs: dict[str, Path], out_tsv: str | Path) -> pd.DataFrame:
-    table = transfer_table(model_dirs, shard_dirs)
+def write_transfer(
+    model_dirs: dict[str, Path], shard_dirs: dict[str, Path], out_tsv: str | Path, max_tokens: int = 65536
+) -> pd.DataFrame:
+    table = transfer_table(model_dirs, shard_dirs, max_tokens=max_tokens)
     atomic_write_text(Path(out_tsv), table.to_csv(sep="\t", index=False, float_format="%.6g"))
     return table

@@ -65,8 +65,28 @@ SPAN_MODELS = [name for name in MODELS if model_config(name)["input"] == "span"]
 
 
 def windows_params():
-    """The windows stage's settings: `input` is span when any model reads spans (their pairs are kept for all)."""
-    return {**config["windows"], "input": "span" if SPAN_MODELS else "elements"}
+    """The windows stage's settings: `input` is span when any model reads spans (their pairs are kept for all).
+
+    Without span models, `max_span` is left out, so that changing it re-runs nothing.
+    """
+    if not SPAN_MODELS:
+        return {**{k: v for k, v in config["windows"].items() if k != "max_span"}, "input": "elements"}
+    return {**config["windows"], "input": "span"}
+
+
+SPAN_ONLY_TRAIN_KEYS = ("max_tokens_per_batch",)
+
+
+def train_params(model):
+    """The train: block a model's training reads: span-only keys left out for element models (no re-runs)."""
+    if model in SPAN_MODELS:
+        return config["train"]
+    return {key: value for key, value in config["train"].items() if key not in SPAN_ONLY_TRAIN_KEYS}
+
+
+def scoring_tokens(model):
+    """Model tokens a span batch may hold when scoring: 4 x the training budget (no backward pass to keep)."""
+    return 4 * config["train"]["max_tokens_per_batch"] if model in SPAN_MODELS else 0
 
 
 def get_shards(cell, model):

@@ -19,5 +19,6 @@ rule evaluate:
     params:
         bootstrap=config["evaluate"]["bootstrap"],
         seed=config["evaluate"]["seed"],
+        max_tokens=lambda wildcards: scoring_tokens(wildcards.model),
     script:
         "../../scripts/evaluate.py"

@@ -22,7 +22,7 @@ rule train:
         gpu=config["train"]["devices"] if config["train"]["device"] != "cpu" else 0,
     params:
         model=lambda wildcards: model_config(wildcards.model),
-        train=config["train"],  # threads: per process
+        train=lambda wildcards: train_params(wildcards.model),  # threads: per process
         reverse_complement=config["augment"]["reverse_complement"],
         # Kept outside the declared outputs: Snakemake deletes a failed job's outputs,
         # and this checkpoint must survive so that a re-run resumes.
@@ -48,6 +48,6 @@ use rule train as train_pooled with:
         model=regex_of(POOLED_MODELS),
     params:
         model=lambda wildcards: model_config(wildcards.model),
-        train=config["train"],
+        train=lambda wildcards: train_params(wildcards.model),
         reverse_complement=config["augment"]["reverse_complement"],
         checkpoint_dir=lambda wildcards: f".epiformer-checkpoints/pooled/{wildcards.model}",

@@ -19,5 +19,6 @@ rule transfer:
         runtime=60,
     params:
         cells=CELL_LINES,
+        max_tokens=lambda wildcards: scoring_tokens(wildcards.model),
     script:
         "../../scripts/transfer.py"
