@@ -126,7 +126,7 @@ def token_budget_batches(lengths: np.ndarray, max_tokens: int, patch_size: int =
 
 
 class SpanBatches(torch.utils.data.Dataset):
-    """Batches of one split's spans for one epoch, bucketed by length under a budget of bases.
+    """Batches of one split's spans for one epoch, bucketed by length under a budget of model tokens.
 
     Each batch holds rows of similar length whose padded size (rows x the longest span's
     model tokens, `patch_size` bases each) stays within `max_tokens`, so memory stays flat

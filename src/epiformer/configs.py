@@ -71,6 +71,11 @@ class TrainConfig:
     max_minutes: float = 0.0  # training time budget; when spent, mid-epoch if need be, the best epoch so far is kept
     checkpoint_minutes: float = 10.0  # also checkpoint within an epoch this often (0: at epoch ends only)
 
+    @property
+    def scoring_tokens(self) -> int:
+        """Model tokens a span batch may hold when scoring: 4 x the training budget (no backward pass to keep)."""
+        return 4 * self.max_tokens_per_batch
+
     def __post_init__(self):
         if self.max_minutes < 0:
             raise ValueError(f"train.max_minutes must be 0 (no budget) or more, not {self.max_minutes}")

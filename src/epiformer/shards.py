@@ -28,15 +28,22 @@ class ShardError(ValueError):
     """A shard that is missing, corrupt or does not match its manifest."""
 
 
-def load_manifest(shard_dir: str | Path) -> dict:
+def read_manifest(shard_dir: str | Path) -> dict:
+    """A shard folder's manifest.json as it stands, of either kind; ShardError when it is missing."""
     path = Path(shard_dir) / "manifest.json"
     if not path.exists():
         raise ShardError(f"{path} is missing: re-run the encode step for this cell line.")
-    manifest = json.loads(path.read_text())
+    return json.loads(path.read_text())
+
+
+def load_manifest(shard_dir: str | Path) -> dict:
+    """The manifest of a window shard folder; ShardError when missing or of another kind or format."""
+    path = Path(shard_dir) / "manifest.json"
+    manifest = read_manifest(shard_dir)
     if manifest.get("kind", WINDOW_SHARDS) != WINDOW_SHARDS:
         raise ShardError(
             f"{path}: these are {manifest['kind']} shards (one sequence per pair); read them with "
-            "epiformer.spans.SpanShardSet, or encode element windows for this model."
+            "epiformer.shards.SpanShardSet (load_split reads either kind), or encode element windows for this model."
         )
     if manifest.get("format_version") != SHARD_FORMAT:
         raise ShardError(
@@ -114,10 +121,7 @@ def pooled_manifest(shard_dirs: list[str | Path]) -> dict:
 
 def shard_kind(shard_dir: str | Path) -> str:
     """`windows` or `span`: what a shard folder's manifest says it holds."""
-    path = Path(shard_dir) / "manifest.json"
-    if not path.exists():
-        raise ShardError(f"{path} is missing: re-run the encode step for this cell line.")
-    return json.loads(path.read_text()).get("kind", WINDOW_SHARDS)
+    return read_manifest(shard_dir).get("kind", WINDOW_SHARDS)
 
 
 def shard_manifest(shard_dir: str | Path | list) -> dict:
@@ -219,9 +223,7 @@ class PackedPairs:
 def load_span_manifest(shard_dir: str | Path) -> dict:
     """The manifest of a span shard folder; ShardError when missing or of another kind or format."""
     path = Path(shard_dir) / "manifest.json"
-    if not path.exists():
-        raise ShardError(f"{path} is missing: re-run the span encode step for this cell line.")
-    manifest = json.loads(path.read_text())
+    manifest = read_manifest(shard_dir)
     kind, version = manifest.get("kind", WINDOW_SHARDS), manifest.get("format_version")
     if kind != SPAN_SHARDS:
         raise ShardError(

@@ -285,12 +285,13 @@ class _Run:
 
 def _train_epoch(
     run: _Run, train_data, epoch: int, partial: dict | None, stop: StopRequest, save, seconds_left: float
-) -> tuple[float, int, int]:
+) -> tuple[float, int, int, int]:
     """One pass over this process's batches, from a mid-epoch checkpoint when there is one.
 
     Returns the mean training loss over all processes, the batches done (all of them, unless
-    the time budget `seconds_left` ran out first) and the model tokens they held (all
-    processes). `save(partial)` writes a mid-epoch checkpoint; on a stop request it is
+    the time budget `seconds_left` ran out first), this process's batches, and the model
+    tokens of the batches done (this process's count times the processes: exact for window
+    pairs, close for spans). `save(partial)` writes a mid-epoch checkpoint; on a stop request it is
     written before TrainingInterrupted is raised.
     """
     config = run.config
@@ -343,7 +344,7 @@ def _train_epoch(
     mean = torch.stack([value.to(run.device) for value in losses]).mean()
     if run.world > 1:
         torch.distributed.all_reduce(mean, op=torch.distributed.ReduceOp.AVG)
-    return float(mean), done, len(batches)
+    return float(mean), done, len(batches), batch_tokens(batches, patch, done) * run.world
 
 
 def batch_tokens(batches, patch_size: int, count: int) -> int:
@@ -431,9 +432,7 @@ def _epoch_row(
     epoch_fraction: float = 1.0,
 ) -> dict:
     """One train_log.tsv row: training loss, validation metrics, speed, and how much of the epoch ran."""
-    scores, labels, _ = predict_split(
-        model, val_data, 4 * train_config.batch_size, device, 4 * train_config.max_tokens_per_batch
-    )
+    scores, labels, _ = predict_split(model, val_data, 4 * train_config.batch_size, device, train_config.scoring_tokens)
     return {
         "epoch": epoch,
         "train_loss": train_loss,
@@ -537,13 +536,10 @@ def _train(
                 break
             started = time.perf_counter() - (partial["seconds"] if partial else 0.0)
             save_partial = lambda p, started=started: save({**p, "seconds": time.perf_counter() - started})  # noqa: E731
-            train_loss, batches_done, batches = _train_epoch(
+            train_loss, batches_done, batches, tokens = _train_epoch(
                 run, train_data, epoch, partial, stop, save_partial, budget - spent
             )
             partial = None
-            epoch_batches = _epoch_batches(train_data, train_config, model_config.patch_size, epoch, rank, world)
-            # This process's tokens times the processes: exact for window pairs, close for spans.
-            tokens = batch_tokens(epoch_batches, model_config.patch_size, batches_done) * world
             # Every process validates the same weights, so all agree on the history and on stopping.
             row = _epoch_row(
                 model,

@@ -85,8 +85,8 @@ def train_params(model):
 
 
 def scoring_tokens(model):
-    """Model tokens a span batch may hold when scoring: 4 x the training budget (no backward pass to keep)."""
-    return 4 * config["train"]["max_tokens_per_batch"] if model in SPAN_MODELS else 0
+    """Model tokens a span batch may hold when scoring (TrainConfig.scoring_tokens); 0 for element models."""
+    return TRAIN_CONFIG.scoring_tokens if model in SPAN_MODELS else 0
 
 
 def get_shards(cell, model):
@@ -114,7 +114,7 @@ for _name in MODELS:
     except (TypeError, ValueError) as error:
         raise ValueError(f"models: {_name}: {error}. Fix that model's settings in the config.") from None
 try:
-    TrainConfig(**config["train"], reverse_complement=config["augment"]["reverse_complement"])
+    TRAIN_CONFIG = TrainConfig(**config["train"], reverse_complement=config["augment"]["reverse_complement"])
 except (TypeError, ValueError) as error:
     raise ValueError(f"train: {error}. Fix it in the config.") from None
 for _name in POOLED_MODELS:
