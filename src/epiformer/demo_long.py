@@ -23,10 +23,10 @@ The true probability is `p_open` for open partners, `p_blocked` for insulated (b
 partners and `p_background` for any other pair; the label is one Bernoulli draw from it.
 
 No other CTCF site: after planting, every site elsewhere in the genome that scores at least
-`BACKGROUND_BITS` (below `STRONG_BITS`) is broken by one substitution at its most
-informative position, so the open spans hold no CTCF site of that strength at all. Element
-motif pools leave CTCF out (demo.py's grammars use it for elements) so that no element looks
-like an insulator.
+`BACKGROUND_BITS` (below `STRONG_BITS`) is broken by substitutions, each at its most
+informative position unless that would strengthen an overlapping site to that strength, so
+the open spans hold no CTCF site of that strength at all. Element motif pools leave CTCF out
+(demo.py's grammars use it for elements) so that no element looks like an insulator.
 
 Ceiling: a model that sees the two element windows (and the distance, which carries nothing
 about insulation here) can at best learn E[p | elements]: the mixture
@@ -231,8 +231,13 @@ def break_background_sites(genome: dict[str, bytearray], loci: list[dict], log_o
 
 
 def break_site(sequence: bytearray, start: int, log_odds: np.ndarray, protected: np.ndarray) -> None:
-    """Substitute, on each strand where the site scores >= BACKGROUND_BITS, the base that adds most to its score
-    (never a `protected` position, a planted insulator base) by the one that adds least; case is kept."""
+    """On each strand where the site scores >= BACKGROUND_BITS, make the one substitution that lowers it most, never
+    at a `protected` position (a planted insulator base) and never one that `strengthens_a_site`; case is kept.
+
+    Judging a substitution by this site alone could undo the one that broke an overlapping site on the other strand,
+    and that site's substitution then undid this one, pass after pass. With no substitution left (no spec tried so far)
+    the site stays, and break_background_sites gives up after its passes.
+    """
     width = log_odds.shape[0]
     reverse = np.c_[log_odds[::-1, 3::-1], log_odds[::-1, 4]]
     codes = CODES[np.frombuffer(bytes(sequence[start : start + width]), np.uint8)]
@@ -240,11 +245,38 @@ def break_site(sequence: bytearray, start: int, log_odds: np.ndarray, protected:
         contribution = matrix[np.arange(width), codes]
         if contribution.sum() < BACKGROUND_BITS:
             continue
-        gain = np.where(protected, -np.inf, contribution - matrix[:, :4].min(axis=1))
-        k = int(np.argmax(gain))
-        base = "ACGT"[int(np.argmin(matrix[k, :4]))]
-        sequence[start + k] = ord(base.lower() if chr(sequence[start + k]).islower() else base)
-        codes[k] = "ACGT".index(base)
+        for k, code in substitutions(matrix, contribution, protected):
+            if not strengthens_a_site(sequence, start + k, code, log_odds):
+                base = "ACGT"[code]
+                sequence[start + k] = ord(base.lower() if chr(sequence[start + k]).islower() else base)
+                codes[k] = code
+                break
+
+
+def substitutions(matrix: np.ndarray, contribution: np.ndarray, protected: np.ndarray) -> list[tuple[int, int]]:
+    """(position, base code) of every substitution at an unprotected position that lowers one strand's site (its
+    [W, 5] `matrix`, its bases' `contribution`), the largest drop first.
+
+    Ties go in the order of (position, base), so the first is the most informative position's least-adding base,
+    the only substitution tried before overlapping sites were looked at: the default demo's bytes stay as they were.
+    """
+    drop = np.where(protected[:, None], -np.inf, contribution[:, None] - matrix[:, :4])  # [W, 4]
+    order = np.argsort(-drop, axis=None, kind="stable")
+    return [divmod(int(i), 4) for i in order if drop.flat[i] > 0]
+
+
+def strengthens_a_site(sequence: bytearray, position: int, code: int, log_odds: np.ndarray) -> bool:
+    """Whether base `code` at `position` leaves a site covering it (any start, either strand) scoring
+    >= BACKGROUND_BITS and higher than before: a site made or kept that break_background_sites would break again.
+
+    Covering sites of an unprotected position are never an insulator's own, which lie wholly inside it.
+    """
+    first = max(0, position - log_odds.shape[0] + 1)
+    window = bytearray(sequence[first : position + log_odds.shape[0]])  # every site that covers `position`
+    before = site_scores(window, log_odds)
+    window[position - first] = ord("ACGT"[code])
+    after = site_scores(window, log_odds)
+    return bool(np.any((after >= BACKGROUND_BITS) & (after > before)))
 
 
 def class_probabilities(spec: LongDemoSpec) -> list[tuple[str, bool, float, float, float]]:
