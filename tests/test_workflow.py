@@ -245,6 +245,7 @@ def test_a_new_cell_line_schedules_only_its_own_jobs_and_the_aggregates(finished
         "plot_test_set",
         "plot_training",
         "split_audit_html",
+        "tracks",
     }
     aggregates = {rule for rule, wildcards in jobs if "cell=" not in wildcards}
     assert aggregates == {"transfer", "plot_transfer", "transfer_html"}  # per model; summary, comparison: none

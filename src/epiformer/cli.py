@@ -1,7 +1,8 @@
 """The `epiformer` command line.
 
 `epiformer predict` scores new enhancer-promoter pairs with a trained model (see
-`epiformer.predict` and docs/predict.md). Each subcommand is one `add_*` function that
+`epiformer.predict` and docs/predict.md); `epiformer tracks` turns scores into genome
+browser tracks (see `epiformer.tracks` and docs/tracks.md). Each subcommand is one `add_*` function that
 declares its arguments and sets `run`, the function that carries it out (given the
 parsed arguments and the subcommand's parser, for usage errors); heavy imports
 (torch) wait until a command runs, so `epiformer --help` answers at once.
@@ -149,6 +150,85 @@ def run_predict(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     return 0
 
 
+TRACKS_EXAMPLE = """\
+example:
+  epiformer tracks --pairs candidates.bedpe --scores scores.tsv --out-prefix tracks/candidates \\
+      --genome hg19.fa
+
+Writes tracks/candidates.bedpe (IGV: File > Load from File) and tracks/candidates.interact.bed
+(UCSC: custom track upload), and with --genome and UCSC bedToBigBed on PATH
+tracks/candidates.interact.bb (bigInteract, for a track hub or bigDataUrl) and the autoSql
+tracks/candidates.interact.as beside it. Only scored pairs get a row. See docs/tracks.md.
+"""
+
+
+def add_tracks(commands) -> None:
+    parser = commands.add_parser(
+        "tracks",
+        help="write scored pairs as genome browser tracks (BEDPE, UCSC interact, bigInteract)",
+        description="Write the pairs of a scores table (epiformer predict's scores.tsv, or a workflow\n"
+        "predictions.tsv) as BEDPE and UCSC interact tracks, at the pairs file's coordinates.",
+        epilog=TRACKS_EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    required = parser.add_argument_group("required arguments")
+    required.add_argument(
+        "--pairs",
+        required=True,
+        metavar="FILE",
+        help="the pairs file that was scored: TargetFinder CSV or BEDPE; .gz read transparently",
+    )
+    required.add_argument(
+        "--scores",
+        required=True,
+        metavar="TSV",
+        help="pair_id, score (probability) and optionally label: scores.tsv of epiformer predict or predictions.tsv",
+    )
+    required.add_argument(
+        "--out-prefix",
+        required=True,
+        metavar="PREFIX",
+        help="write PREFIX.bedpe and PREFIX.interact.bed (and PREFIX.interact.bb with --genome)",
+    )
+    parser.add_argument(
+        "--genome",
+        metavar="FASTA",
+        help="genome FASTA with its .fai (or a .fai or chrom.sizes file): checks coordinates, and makes bigInteract "
+        "when UCSC bedToBigBed is on PATH",
+    )
+    parser.add_argument(
+        "--name", default="epiformer", help="track name, and the interact `exp` field (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--no-track-line",
+        dest="track_line",
+        action="store_false",
+        help="leave out the `track type=interact` line of the interact file (keep it for a UCSC custom track upload)",
+    )
+    parser.add_argument("--log", metavar="FILE", help="also write the log to FILE")
+    parser.set_defaults(run=run_tracks, command_parser=parser)
+
+
+def run_tracks(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from epiformer.pairs import PairsError
+    from epiformer.tracks import TracksError, write_tracks
+
+    try:
+        write_tracks(
+            args.pairs,
+            args.scores,
+            f"{args.out_prefix}.bedpe",
+            f"{args.out_prefix}.interact.bed",
+            genome=args.genome,
+            track_name=args.name,
+            with_track_line=args.track_line,
+        )
+    except (TracksError, PairsError) as error:
+        log.error("%s", error)
+        return 1
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="epiformer",
@@ -159,6 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-q", "--quiet", action="store_true", help="log warnings and errors only")
     commands = parser.add_subparsers(title="commands", dest="command", required=True, metavar="COMMAND")
     add_predict(commands)
+    add_tracks(commands)
     return parser
 
 

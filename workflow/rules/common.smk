@@ -184,6 +184,12 @@ def all_outputs():
     """The targets of `all`, the default (called once every rule file is included, as it uses their lists)."""
     return [
         expand("results/{cell}/{model}/metrics.json", cell=CELL_LINES, model=EVALUATED),
+        expand(
+            "results/{cell}/{model}/predictions.{track}",
+            cell=CELL_LINES,
+            model=EVALUATED,
+            track=["bedpe", "interact.bed"],
+        ),
         expand("results/plots/{cell}/{figure}.png", cell=CELL_LINES, figure=list(TEST_SET_FIGURE_LABELS)),
         expand("results/plots/{cell}/{model}.training.png", cell=CELL_LINES, model=CELL_MODELS),
         expand("results/plots/pooled/{model}.training.png", model=POOLED_MODELS),
