@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-from epiformer.encode import encode_shards, one_hot, pack_one_hot
+from epiformer.encode import encode_shards, one_hot, pack_codes, pack_one_hot, write_bases
 from epiformer.genome import Genome
 from epiformer.shards import ShardError, load_split, unpack
 from tests.helpers import encode_killed_after_two_shards, windows_frame
@@ -122,3 +122,16 @@ def test_fast_packing_equals_the_defined_layout():
     from epiformer.encode import pack_codes
 
     np.testing.assert_array_equal(pack_codes(codes), pack_one_hot(one_hot(codes)))
+
+
+def test_written_bases_equal_packing_the_changed_sequences():
+    """Both nibbles of one byte in one call (an MNV), N and the last base of a row included."""
+    rng = np.random.default_rng(3)
+    codes = rng.choice(np.frombuffer(b"ACGTN", dtype=np.uint8), (6, 20))
+    packed = pack_codes(codes)
+    rows, positions = np.array([0, 0, 0, 2, 5, 5]), np.array([4, 5, 19, 0, 10, 11])
+    bases = np.frombuffer(b"TGNCAa", dtype=np.uint8)
+    changed = codes.copy()
+    changed[rows, positions] = bases
+    write_bases(packed, rows, positions, bases)
+    np.testing.assert_array_equal(packed, pack_one_hot(one_hot(changed)))

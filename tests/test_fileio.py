@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from epiformer.fileio import (
+    atomic_outputs,
     atomic_write,
     atomic_write_bytes,
     atomic_write_text,
@@ -110,3 +111,19 @@ def test_read_windows_keeps_chromosome_names_as_text(tmp_path):
     assert windows["enhancer_chrom"].tolist() == ["1", "01", "2"]
     assert windows["promoter_chrom"].tolist() == ["1", "X", "2"]
     assert windows["enhancer_start"].dtype == "int64" and windows["distance"].tolist() == [500, -1, 900]
+
+
+def test_atomic_outputs_appear_together_or_not_at_all(tmp_path):
+    out = tmp_path / "new" / "deeper"
+    with pytest.raises(ValueError, match="bad line"):
+        with atomic_outputs(out / "a.tsv", out / "b.tsv") as (a, b):
+            a.write_text("rows")
+            b.write_text("half")
+            raise ValueError("bad line")
+    assert not (tmp_path / "new").exists()  # the folders it made are gone as well
+    with atomic_outputs(out / "a.tsv", out / "b.tsv") as (a, b):
+        a.write_text("rows")
+        b.write_text("unscored")
+        assert not (out / "a.tsv").exists()
+    assert (out / "a.tsv").read_text() == "rows" and (out / "b.tsv").read_text() == "unscored"
+    assert sorted(path.name for path in out.iterdir()) == ["a.tsv", "b.tsv"]

@@ -1,11 +1,13 @@
 """The `epiformer` command line.
 
 `epiformer predict` scores new enhancer-promoter pairs with a trained model (see
-`epiformer.predict` and docs/predict.md); `epiformer tracks` turns scores into genome
-browser tracks (see `epiformer.tracks` and docs/tracks.md). Each subcommand is one `add_*` function that
-declares its arguments and sets `run`, the function that carries it out (given the
-parsed arguments and the subcommand's parser, for usage errors); heavy imports
-(torch) wait until a command runs, so `epiformer --help` answers at once.
+`epiformer.predict` and docs/predict.md); `epiformer variants` scores the effect of VCF
+variants in those pairs' windows (`epiformer.variants`, docs/variants.md); `epiformer tracks`
+turns scores into genome browser tracks (`epiformer.tracks`, docs/tracks.md). Each
+subcommand is one `add_*` function that declares its arguments and sets `run`, the
+function that carries it out (given the parsed arguments and the subcommand's parser, for
+usage errors); heavy imports (torch) wait until a command runs, so `epiformer --help`
+answers at once.
 
 Exit status: 0 on success, 1 when an input is wrong (the message says which file and how
 to fix it), 2 for a malformed command line.
@@ -31,6 +33,17 @@ scores.unscored.tsv (pair_id, line, reason for pairs that could not be scored, e
 window that is mostly N). Windows are placed with the widths and settings the model was
 trained with (model.json); labels in the pairs file are optional and ignored.
 """
+VARIANTS_EXAMPLE = """\
+example:
+  epiformer variants --model results/demo_a/linear --genome resources/demo/genome.fa \\
+      --pairs resources/demo/demo_a.pairs.csv --vcf variants.vcf.gz --out variants.tsv
+
+Writes variants.tsv, one row per (pair, variant allele) in the pair's windows: pair_id,
+chrom, pos (1-based, as in the VCF), ref, alt, element (enhancer, promoter or both),
+ref_score (the pair's predict score), alt_score (with the allele), delta, id, line; and
+variants.unscored.tsv (chrom, pos, ref, alt, line, reason) for alleles no pair scores:
+outside every window, indels, symbolic alleles. Pairs are placed as predict places them.
+"""
 
 
 def fraction(text: str) -> float:
@@ -47,15 +60,11 @@ def positive_int(text: str) -> int:
     return value
 
 
-def add_predict(commands) -> None:
-    parser = commands.add_parser(
-        "predict",
-        help="score enhancer-promoter pairs with a trained model",
-        description="Score TargetFinder CSV or BEDPE pairs (labels optional) on any genome with a trained\n"
-        "model, using the same windows and encoding as the workflow's evaluation.",
-        epilog=PREDICT_EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def add_scoring_arguments(
+    parser: argparse.ArgumentParser, out_help: str, unscored_help: str, vcf: bool = False
+) -> None:
+    """The arguments `predict` and `variants` share: model, genome, pairs, outputs, device, window settings;
+    with `vcf`, also --vcf (variants)."""
     required = parser.add_argument_group("required arguments")
     required.add_argument(
         "--model",
@@ -75,11 +84,15 @@ def add_predict(commands) -> None:
         metavar="FILE",
         help="pairs: TargetFinder CSV (header) or BEDPE (tab-separated); .gz read transparently",
     )
-    required.add_argument("--out", required=True, metavar="TSV", help="scores to write: pair_id, score")
+    if vcf:
+        required.add_argument(
+            "--vcf", required=True, metavar="VCF", help="variants: VCF of the genome's build, plain or bgzip-compressed"
+        )
+    required.add_argument("--out", required=True, metavar="TSV", help=out_help)
     parser.add_argument(
         "--unscored",
         metavar="TSV",
-        help="pairs that could not be scored, with line and reason (default: OUT with .unscored.tsv in place of .tsv)",
+        help=f"{unscored_help} (default: OUT with .unscored.tsv in place of .tsv)",
     )
     parser.add_argument(
         "--batch-size",
@@ -117,20 +130,60 @@ def add_predict(commands) -> None:
         help="score pairs whose elements lie on different chromosomes",
     )
     parser.add_argument("--log", metavar="FILE", help="also write the log to FILE")
+
+
+def add_predict(commands) -> None:
+    parser = commands.add_parser(
+        "predict",
+        help="score enhancer-promoter pairs with a trained model",
+        description="Score TargetFinder CSV or BEDPE pairs (labels optional) on any genome with a trained\n"
+        "model, using the same windows and encoding as the workflow's evaluation.",
+        epilog=PREDICT_EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_scoring_arguments(
+        parser, "scores to write: pair_id, score", "pairs that could not be scored, with line and reason"
+    )
     parser.set_defaults(run=run_predict, command_parser=parser)
 
 
-def run_predict(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    import torch
+def add_variants(commands) -> None:
+    parser = commands.add_parser(
+        "variants",
+        help="score the effect of VCF variants in pairs' windows",
+        description="Score each VCF variant (SNVs and equal-length substitutions) in the enhancer or promoter\n"
+        "window of a pair: the pair's score on the reference and with the variant, as `predict` scores it.",
+        epilog=VARIANTS_EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_scoring_arguments(
+        parser,
+        "rows to write: pair_id, chrom, pos, ref, alt, element, ref_score, alt_score, delta, id, line",
+        "variants that could not be scored, with VCF line and reason",
+        vcf=True,
+    )
+    parser.set_defaults(run=run_variants, command_parser=parser)
 
-    from epiformer.genome import GenomeError
-    from epiformer.pairs import PairsError
-    from epiformer.predict import ModelError, predict_pairs
+
+def set_up_torch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    import torch
 
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: no CUDA GPU is visible; use --device cpu")
     if args.threads:
         torch.set_num_threads(args.threads)
+
+
+def window_overrides(args: argparse.Namespace) -> dict:
+    return {"edge": args.edge, "max_n_fraction": args.max_n_fraction, "allow_trans": args.allow_trans}
+
+
+def run_predict(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from epiformer.genome import GenomeError
+    from epiformer.pairs import PairsError
+    from epiformer.predict import ModelError, predict_pairs
+
+    set_up_torch(args, parser)
     try:
         predict_pairs(
             args.model,
@@ -140,11 +193,35 @@ def run_predict(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
             unscored_path=args.unscored,
             batch_size=args.batch_size,
             device=args.device,
-            edge=args.edge,
-            max_n_fraction=args.max_n_fraction,
-            allow_trans=args.allow_trans,
+            **window_overrides(args),
         )
     except (ModelError, GenomeError, PairsError) as error:
+        log.error("%s", error)
+        return 1
+    return 0
+
+
+def run_variants(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from epiformer.genome import GenomeError
+    from epiformer.pairs import PairsError
+    from epiformer.predict import ModelError
+    from epiformer.variants import score_variants
+    from epiformer.vcf import VcfError
+
+    set_up_torch(args, parser)
+    try:
+        score_variants(
+            args.model,
+            args.genome,
+            args.pairs,
+            args.vcf,
+            args.out,
+            unscored_path=args.unscored,
+            batch_size=args.batch_size,
+            device=args.device,
+            **window_overrides(args),
+        )
+    except (ModelError, GenomeError, PairsError, VcfError) as error:
         log.error("%s", error)
         return 1
     return 0
@@ -239,6 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-q", "--quiet", action="store_true", help="log warnings and errors only")
     commands = parser.add_subparsers(title="commands", dest="command", required=True, metavar="COMMAND")
     add_predict(commands)
+    add_variants(commands)
     add_tracks(commands)
     return parser
 

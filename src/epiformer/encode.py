@@ -56,16 +56,35 @@ def pack_one_hot(onehot: np.ndarray) -> np.ndarray:
     return np.packbits(onehot.reshape(len(onehot), -1), axis=1, bitorder="big")
 
 
+# The 4 packed bits of each ASCII code: A -> 0b1000, C -> 0b0100, G -> 0b0010, T -> 0b0001, others 0.
+BASE_NIBBLE = np.packbits(ONE_HOT_TABLE, axis=1, bitorder="big")[:, 0] >> 4
+
+
 def _pair_table() -> np.ndarray:
     """Packed byte of every two-base pair, indexed by the pair read as one little-endian uint16."""
-    nibble = np.packbits(ONE_HOT_TABLE, axis=1, bitorder="big")[:, 0] >> 4  # A -> 0b1000, ..., T -> 0b0001
     first, second = np.meshgrid(np.arange(256), np.arange(256), indexing="ij")
     table = np.zeros(65536, dtype=np.uint8)
-    table[first + 256 * second] = (nibble[first] << 4) | nibble[second]
+    table[first + 256 * second] = (BASE_NIBBLE[first] << 4) | BASE_NIBBLE[second]
     return table
 
 
 PAIR_TABLE = _pair_table()
+
+
+def write_bases(packed: np.ndarray, rows: np.ndarray, positions: np.ndarray, codes: np.ndarray) -> None:
+    """Set base `positions[i]` of row `rows[i]` of `packed` (uint8 [N, L/2]) to ASCII code `codes[i]`, in place.
+
+    Base 2k sits in the high nibble of byte k, base 2k + 1 in the low one; the result equals
+    packing the changed sequences anew (tested). A (row, position) may appear only once.
+    """
+    rows, positions = np.asarray(rows, dtype=np.int64), np.asarray(positions, dtype=np.int64)
+    nibbles = BASE_NIBBLE[np.asarray(codes, dtype=np.uint8)]
+    # High and low nibbles apart: two bases of one byte, set in one assignment, would overwrite each other.
+    for high in (True, False):
+        chosen = (positions % 2 == 0) == high
+        r, byte, nibble = rows[chosen], positions[chosen] // 2, nibbles[chosen]
+        kept = packed[r, byte] & (0x0F if high else 0xF0)
+        packed[r, byte] = kept | (nibble << 4 if high else nibble)
 
 
 def pack_codes(codes: np.ndarray) -> np.ndarray:

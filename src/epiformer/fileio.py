@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -39,6 +40,37 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
 
 def atomic_write_text(path: str | Path, text: str) -> None:
     atomic_write_bytes(path, text.encode())
+
+
+@contextmanager
+def atomic_outputs(*paths: str | Path) -> Iterator[list[Path]]:
+    """Temporary paths to write `paths` under, renamed into place together when the block ends without an error.
+
+    For outputs written bit by bit (streamed) that must appear only once every check has
+    passed: on an error no output appears, the temporaries are removed, and so are the
+    folders this made for them (when still empty).
+    """
+    paths = [Path(path) for path in paths]
+    made = sorted(
+        {folder for path in paths for folder in (path.parent, *path.parent.parents) if not folder.exists()},
+        key=lambda folder: len(folder.parts),
+        reverse=True,
+    )
+    temporaries = [temporary_path(path) for path in paths]
+    for path in paths:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    done = False
+    try:
+        yield temporaries
+        for temporary, path in zip(temporaries, paths):
+            os.replace(temporary, path)
+        done = True
+    finally:
+        for temporary in temporaries:
+            temporary.unlink(missing_ok=True)
+        for folder in made if not done else ():
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
 
 
 def sha256_file(path: str | Path) -> str:

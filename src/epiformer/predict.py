@@ -57,8 +57,13 @@ class ModelError(ValueError):
     """A model folder that is missing, incomplete, or not written by epiformer training."""
 
 
-def load_model_folder(model_dir: str | Path, device: torch.device | str = "cpu") -> tuple[EPITransformer, dict]:
-    """The trained model and its `model.json`, or a ModelError that says which folder to give."""
+def load_model_folder(
+    model_dir: str | Path, device: torch.device | str = "cpu", command: str = "epiformer predict"
+) -> tuple[EPITransformer, dict]:
+    """The trained model and its `model.json`, or a ModelError that says which folder to give.
+
+    Span models are refused: `command` (the one that asked) scores element windows only.
+    """
     model_dir = Path(model_dir)
     hint = (
         "Give a trained model folder, results/<cell>/<model> (or results/pooled/<model>), that holds "
@@ -86,7 +91,7 @@ def load_model_folder(model_dir: str | Path, device: torch.device | str = "cpu")
         ) from error
     if description["model"].get("input", "elements") == "span":
         raise ModelError(
-            f"{model_dir} is a span model (input: span); `epiformer predict` scores element-window models only "
+            f"{model_dir} is a span model (input: span); `{command}` scores element-window models only "
             "for now. Give a model trained with input: elements, or score spans through the workflow's evaluate rule."
         )
     try:
@@ -194,6 +199,13 @@ def place_pair_windows(pairs: pd.DataFrame, genome: Genome, spec: WindowSpec) ->
     return windows, table
 
 
+def packed_pairs(genome: Genome, windows: pd.DataFrame) -> PackedPairs:
+    """The rows of a windows table encoded for the model: centred windows, no flank, in row order."""
+    return PackedPairs(
+        encode_windows(genome, windows, flank=0), windows["pair_id"].to_numpy(), windows["distance"].to_numpy()
+    )
+
+
 def score_windows(
     model: EPITransformer,
     genome: Genome,
@@ -206,14 +218,55 @@ def score_windows(
     offsets = range(0, len(windows), CHUNK_PAIRS)
     ids, scores = [np.zeros(0, np.int64)], [np.zeros(0, np.float32)]
     for offset in progress(offsets, len(offsets), f"scoring {len(windows):,} pairs"):
-        part = windows.iloc[offset : offset + CHUNK_PAIRS]
-        data = PackedPairs(
-            encode_windows(genome, part, flank=0), part["pair_id"].to_numpy(), part["distance"].to_numpy()
+        part_scores, _, part_ids = predict_split(
+            model, packed_pairs(genome, windows.iloc[offset : offset + CHUNK_PAIRS]), batch_size, device
         )
-        part_scores, _, part_ids = predict_split(model, data, batch_size, device)
         ids.append(part_ids)
         scores.append(part_scores)
     return pd.DataFrame({"pair_id": np.concatenate(ids), "score": np.concatenate(scores)})
+
+
+def load_scoring_model(
+    model_dir: str | Path,
+    device: torch.device | str = "cpu",
+    edge: str | None = None,
+    max_n_fraction: float | None = None,
+    allow_trans: bool | None = None,
+    command: str = "epiformer predict",
+) -> tuple[EPITransformer, WindowSpec]:
+    """The model of a folder and the WindowSpec to score with (model.json's, with the given overrides), logged."""
+    model, description = load_model_folder(model_dir, device, command)
+    spec = window_spec_for(description, edge, max_n_fraction, allow_trans)
+    log.info(
+        "Model %s (%s attention): windows of %d bp (enhancer) and %d bp (promoter), edge=%s, max_n_fraction=%s, "
+        "allow_trans=%s",
+        model_dir,
+        description["model"].get("attention"),
+        spec.enhancer_width,
+        spec.promoter_width,
+        spec.edge,
+        spec.max_n_fraction,
+        spec.allow_trans,
+    )
+    return model, spec
+
+
+def read_pairs_to_score(pairs_path: str | Path) -> pd.DataFrame:
+    """The pairs of a TargetFinder CSV or BEDPE file, labels optional; PairsError when it is missing or malformed."""
+    if not Path(pairs_path).is_file():
+        raise PairsError(
+            f"Pairs file not found: {pairs_path}. Give a TargetFinder CSV or BEDPE file of the pairs to "
+            "score (--pairs)."
+        )
+    pairs = read_pairs(pairs_path, require_label=False)
+    log.info("Read %d pairs (%s) from %s", len(pairs), pairs.attrs["format"], pairs_path)
+    return pairs
+
+
+def unscored_pair_lines(unscored: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
+    """`pair_id, line, reason` of the pairs place_pair_windows left unscored, by pair_id (`line`: 1-based file line)."""
+    unscored = unscored.assign(line=[int(pairs.attrs["header_lines"]) + pair_id + 1 for pair_id in unscored["pair_id"]])
+    return unscored.sort_values("pair_id")[UNSCORED_COLUMNS]
 
 
 def unscored_path_for(out_path: str | Path) -> Path:
@@ -241,31 +294,12 @@ def predict_pairs(
     Returns pairs_in, scored, unscored (counts by reason) and the two output paths.
     """
     unscored_path = Path(unscored_path) if unscored_path else unscored_path_for(out_path)
-    model, description = load_model_folder(model_dir, device)
-    spec = window_spec_for(description, edge, max_n_fraction, allow_trans)
-    log.info(
-        "Model %s (%s attention): windows of %d bp (enhancer) and %d bp (promoter), edge=%s, max_n_fraction=%s, "
-        "allow_trans=%s",
-        model_dir,
-        description["model"].get("attention"),
-        spec.enhancer_width,
-        spec.promoter_width,
-        spec.edge,
-        spec.max_n_fraction,
-        spec.allow_trans,
-    )
-    if not Path(pairs_path).is_file():
-        raise PairsError(
-            f"Pairs file not found: {pairs_path}. Give a TargetFinder CSV or BEDPE file of the pairs to "
-            "score (--pairs)."
-        )
-    pairs = read_pairs(pairs_path, require_label=False)
-    log.info("Read %d pairs (%s) from %s", len(pairs), pairs.attrs["format"], pairs_path)
+    model, spec = load_scoring_model(model_dir, device, edge, max_n_fraction, allow_trans)
+    pairs = read_pairs_to_score(pairs_path)
     with open_genome(genome_path) as genome:
         windows, unscored = place_pair_windows(pairs, genome, spec)
         scores = score_windows(model, genome, windows, batch_size, device)
-    unscored["line"] = [int(pairs.attrs["header_lines"]) + pair_id + 1 for pair_id in unscored["pair_id"]]
-    unscored = unscored.sort_values("pair_id")[UNSCORED_COLUMNS]
+    unscored = unscored_pair_lines(unscored, pairs)
     atomic_write_text(out_path, scores.sort_values("pair_id").to_csv(sep="\t", index=False, float_format=SCORE_FORMAT))
     atomic_write_text(unscored_path, unscored.to_csv(sep="\t", index=False))
     counts = {str(reason): int(n) for reason, n in unscored["reason"].value_counts(sort=False).items()}

@@ -79,14 +79,15 @@ class WindowStats:
         }
 
 
-def _flip_chr(name: str) -> str:
+def flip_chr(name: str) -> str:
+    """`chr1` -> `1` and `1` -> `chr1`: the UCSC and Ensembl names of one chromosome."""
     return name[3:] if name.startswith("chr") else f"chr{name}"
 
 
 def check_chromosomes(pairs: pd.DataFrame, sizes: dict[str, int], genome_name: str = "the genome") -> None:
     """Fail on chromosomes the genome lacks: a hint about the build when none match, about `chr` when one differs."""
     used = pd.unique(pairs[["enhancer_chrom", "promoter_chrom"]].to_numpy().ravel())
-    known = [c for c in used if c in sizes or _flip_chr(c) in sizes]
+    known = [c for c in used if c in sizes or flip_chr(c) in sizes]
     some = ", ".join(list(sizes)[:5]) + (", ..." if len(sizes) > 5 else "")
     if not known:
         raise GenomeError(
@@ -99,7 +100,7 @@ def check_chromosomes(pairs: pd.DataFrame, sizes: dict[str, int], genome_name: s
     def unknown_chromosome(column: str):
         def problem(row: int) -> str:
             name = pairs[column].iloc[row]
-            flipped = _flip_chr(name)
+            flipped = flip_chr(name)
             hint = (
                 f" The genome names it {flipped!r}: only the `chr` prefix differs; rename one side to match."
                 if flipped in sizes

@@ -62,6 +62,10 @@ def model_config(model):
 
 
 SPAN_MODELS = [name for name in MODELS if model_config(name)["input"] == "span"]
+# Variant effects (rule variants, `epiformer variants`): for each cell line whose sample sheet row
+# gives a `vcf`, by each of its own element-window models (span models cannot score them yet).
+VARIANT_CELLS = [cell for cell in CELL_LINES if "vcf" in samples.columns and samples.loc[cell, "vcf"]]
+VARIANT_MODELS = [name for name in CELL_MODELS if name not in SPAN_MODELS]
 
 
 def windows_params():
@@ -171,6 +175,10 @@ def get_genome_index(wildcards):
     return get_genome(wildcards) + ".fai"
 
 
+def get_vcf(wildcards):
+    return samples.loc[wildcards.cell, "vcf"]
+
+
 def model_dir(cell, model):
     """Where a model's weights and model.json are: its own per cell line, or the one pooled model."""
     return f"results/pooled/{model}" if model in POOLED_MODELS else f"results/{cell}/{model}"
@@ -195,6 +203,7 @@ def all_outputs():
         expand("results/plots/pooled/{model}.training.png", model=POOLED_MODELS),
         expand("results/transfer/{model}.tsv", model=CELL_MODELS),
         expand("results/plots/transfer/{model}.png", model=CELL_MODELS),
+        expand("results/{cell}/{model}/variants.tsv", cell=VARIANT_CELLS, model=VARIANT_MODELS),
         "results/plots/comparison.png",
         "results/plots/cost.png",
         "results/plots/scaling_reference.png",
