@@ -60,7 +60,7 @@ $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { \
 	  echo "Cannot create $(VENV). On Debian/Ubuntu: sudo apt-get install -y python3-venv"; exit 1; }
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt "$(TORCH)" -e ".[workflow,test,lint]"
+	$(BIN)/python -m pip install --quiet -c constraints.txt "$(TORCH)" -e ".[workflow,test,lint,explain]"
 	touch $(STAMP)
 
 # System tools from Debian/Ubuntu packages, installed with apt-get when run as root: bedtools,

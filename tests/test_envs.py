@@ -53,6 +53,8 @@ IMPORT_PACKAGES = {
     "matplotlib": ("matplotlib-base", "matplotlib"),
     "PIL": ("pillow",),
     "Bio": ("biopython",),
+    "modiscolite": ("modisco-lite",),
+    "pyBigWig": ("pybigwig", "pyBigWig"),
 }
 # Python packages that drive a command-line tool, which the env must also provide.
 IMPORT_BINARIES = {"pybedtools": "bedtools"}

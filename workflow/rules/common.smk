@@ -65,7 +65,8 @@ SPAN_MODELS = [name for name in MODELS if model_config(name)["input"] == "span"]
 # Variant effects (rule variants, `epiformer variants`): for each cell line whose sample sheet row
 # gives a `vcf`, by each of its own element-window models (span models cannot score them yet).
 VARIANT_CELLS = [cell for cell in CELL_LINES if "vcf" in samples.columns and samples.loc[cell, "vcf"]]
-VARIANT_MODELS = [name for name in CELL_MODELS if name not in SPAN_MODELS]
+# Models of one cell line that read element windows: what `epiformer predict`, variants and explain take.
+ELEMENT_MODELS = [name for name in CELL_MODELS if name not in SPAN_MODELS]
 
 
 def windows_params():
@@ -203,7 +204,7 @@ def all_outputs():
         expand("results/plots/pooled/{model}.training.png", model=POOLED_MODELS),
         expand("results/transfer/{model}.tsv", model=CELL_MODELS),
         expand("results/plots/transfer/{model}.png", model=CELL_MODELS),
-        expand("results/{cell}/{model}/variants.tsv", cell=VARIANT_CELLS, model=VARIANT_MODELS),
+        expand("results/{cell}/{model}/variants.tsv", cell=VARIANT_CELLS, model=ELEMENT_MODELS),
         "results/plots/comparison.png",
         "results/plots/cost.png",
         "results/plots/scaling_reference.png",
@@ -211,6 +212,16 @@ def all_outputs():
         "results/summary.md",
         REPORT_TABLES,
     ]
+
+
+def explain_outputs():
+    """The targets of `explain`: motifs and their logos for every element-window model of every cell line."""
+    return expand("results/{cell}/{model}/motifs.{kind}", cell=CELL_LINES, model=ELEMENT_MODELS, kind=["tsv", "png"])
+
+
+def explain_jaspar():
+    """The JASPAR file the motifs are matched to: explain.jaspar, or the JASPAR 2022 subset the package ships."""
+    return config["explain"]["jaspar"] or str(WORKFLOW_DIR / "src" / "epiformer" / "data" / "jaspar2022_core_subset.jaspar")
 
 
 def demo_generator_checksum(generator="demo.py"):

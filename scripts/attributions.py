@@ -1,0 +1,19 @@
+"""Attributions of a model's best-scored test pairs (the explain target): safetensors, bigWig, agreement with ISM."""
+
+from pathlib import Path
+
+from epiformer.attributions import ExplainSpec, explain_model
+from epiformer.runlog import setup_logging
+
+log = setup_logging(snakemake.log[0])
+agreement = explain_model(
+    Path(snakemake.input.weights).parent,
+    snakemake.input.windows,
+    snakemake.input.predictions,
+    snakemake.input.genome,
+    snakemake.output.attributions,
+    snakemake.output.bigwig,
+    snakemake.output.agreement,
+    ExplainSpec(**snakemake.params.spec),
+)
+log.info("Agreement with in-silico mutagenesis: %s", agreement)

@@ -1,0 +1,14 @@
+"""TF-MoDISco motifs of a model's attributions, matched to JASPAR: motifs.tsv and the logos figure."""
+
+from epiformer.motif_discovery import ModiscoSpec, discover_motifs
+from epiformer.runlog import setup_logging
+
+setup_logging(snakemake.log[0])
+discover_motifs(
+    snakemake.input.attributions,
+    snakemake.input.jaspar,
+    snakemake.output.motifs,
+    snakemake.output.logos,
+    ModiscoSpec(**snakemake.params.modisco),
+    title=f"{snakemake.wildcards.cell} {snakemake.wildcards.model}: motifs of the attributions, by rank",
+)

@@ -1,0 +1,304 @@
+"""Attributions: which bases of a pair's two windows drive its score (the workflow's `explain` target).
+
+Both methods attribute the model's *logit* to every base and channel of the enhancer and
+promoter windows, as float [N, L, 4] arrays (channels A, C, G, T):
+
+- `ism`, in-silico mutagenesis, the exact reference: the logit with the base replaced by
+  each other base, minus the pair's logit (0 at the observed base). 3 x (Le + Lp) model
+  passes per pair.
+- `integrated_gradients` (captum's IntegratedGradients, not multiplied by the inputs): the
+  logit's gradient averaged along the straight path from a uniform baseline (0.25 of each
+  base) to the one-hot sequence, `steps` passes per pair, about 50 times fewer than ISM.
+
+Both are returned as TF-MoDISco's *hypothetical contributions*: centred, the mean over the
+four channels removed at every base, so that a base's value says how much better or worse
+it is than an average base there. The *contribution* of a base, the per-base track, is
+the hypothetical value of the base that is there (`contributions`).
+
+Pairs are the test pairs with the highest scores (`choose_pairs`): attributions explain what
+the model found in pairs it calls interacting. Stored compactly (`write_attributions`): the
+sequences as the shards pack them (4 bits a base) and the hypothetical contributions as
+float16, in one safetensors file; and the contributions in genome coordinates as a bigWig
+(`contribution_signal`, averaged where windows of several pairs overlap).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from epiformer.attribution_store import write_attributions
+from epiformer.constants import ELEMENTS
+from epiformer.fileio import atomic_write_text
+from epiformer.runlog import progress
+
+log = logging.getLogger(__name__)
+FAST_METHODS = ("integrated_gradients", "saliency")
+METHODS = ("ism", *FAST_METHODS)
+BASELINE = 0.25  # integrated gradients start from the uniform base: no base preferred
+
+
+class AttributionError(ValueError):
+    """Inputs that cannot be explained, reported with the file and the fix."""
+
+
+@dataclass(frozen=True)
+class ExplainSpec:
+    """The `explain:` config block (config/config.yaml documents each key)."""
+
+    top_pairs: int = 250  # test pairs with the highest scores (0: every test pair)
+    method: str = "ism"  # or a fast method: integrated_gradients, saliency
+    steps: int = 32  # integrated gradients: points along the path
+    ism_pairs: int = 20  # of those pairs, how many also get ISM, to measure the method's agreement with it
+    batch_size: int = 512  # model passes at a time
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise AttributionError(f"explain.method is {self.method!r}; use one of {', '.join(METHODS)}.")
+        for key in ("top_pairs", "ism_pairs"):
+            if getattr(self, key) < 0:
+                raise AttributionError(f"explain.{key} is {getattr(self, key)}; give 0 or more.")
+        for key in ("steps", "batch_size"):
+            if getattr(self, key) < 1:
+                raise AttributionError(f"explain.{key} is {getattr(self, key)}; give 1 or more.")
+
+
+def choose_pairs(windows: pd.DataFrame, predictions: pd.DataFrame, top_pairs: int) -> pd.DataFrame:
+    """The windows rows of the `top_pairs` best-scored test pairs (all when 0), best first, with their `score`."""
+    test = windows[windows["split"] == "test"].drop(columns=["label"], errors="ignore")
+    scored = test.merge(predictions[["pair_id", "label", "score"]], on="pair_id", how="inner")
+    if scored.empty:
+        raise AttributionError(
+            "No test pair has a prediction: give the predictions.tsv of this cell line's model "
+            "(results/{cell}/{model}/predictions.tsv), written from the same windows.tsv."
+        )
+    scored = scored.sort_values(["score", "pair_id"], ascending=[False, True], kind="stable")
+    return scored.head(top_pairs) if top_pairs else scored
+
+
+def logit_function(model: torch.nn.Module):
+    """(enhancer, promoter, distance) -> logits [N]: the model with every window base valid, as in scoring."""
+
+    def logits(enhancer: torch.Tensor, promoter: torch.Tensor, distance: torch.Tensor) -> torch.Tensor:
+        return model(enhancer, promoter, distance=distance)
+
+    return logits
+
+
+def centred(values: torch.Tensor) -> torch.Tensor:
+    """Hypothetical contributions: the mean over the four channels removed at every base."""
+    return values - values.mean(dim=-1, keepdim=True)
+
+
+def integrated_gradients(model, enhancer, promoter, distance, steps: int, batch_size: int):
+    """Hypothetical contributions [N, Le, 4], [N, Lp, 4] by integrated gradients (module docstring)."""
+    from captum.attr import IntegratedGradients
+
+    method = IntegratedGradients(logit_function(model), multiply_by_inputs=False)
+    baselines = (torch.full_like(enhancer, BASELINE), torch.full_like(promoter, BASELINE))
+    gradients = method.attribute(
+        (enhancer, promoter),
+        baselines=baselines,
+        additional_forward_args=(distance,),
+        n_steps=steps,
+        internal_batch_size=batch_size,
+    )
+    return tuple(centred(part.detach()) for part in gradients)
+
+
+def saliency(model, enhancer, promoter, distance):
+    """Hypothetical contributions [N, Le, 4], [N, Lp, 4]: the logit's gradient at the sequence (captum's Saliency)."""
+    from captum.attr import Saliency
+
+    gradients = Saliency(logit_function(model)).attribute(
+        (enhancer, promoter), additional_forward_args=(distance,), abs=False
+    )
+    return tuple(centred(part.detach()) for part in gradients)
+
+
+def single_base_mutants(sequence: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Every sequence one base away from `sequence` [L, 4]: mutants [3L, L, 4], and each one's position and new base."""
+    length = sequence.shape[0]
+    observed = sequence.argmax(dim=-1)  # an N base (all zero) counts as A: its three mutants are C, G, T
+    positions = torch.arange(length).repeat_interleave(3)
+    bases = (observed.repeat_interleave(3) + torch.arange(1, 4).repeat(length)) % 4
+    mutants = sequence.repeat(3 * length, 1, 1)
+    mutants[torch.arange(3 * length), positions] = torch.nn.functional.one_hot(bases, 4).to(sequence.dtype)
+    return mutants, positions, bases
+
+
+@torch.no_grad()
+def in_silico_mutagenesis(model, enhancer, promoter, distance, batch_size: int):
+    """Hypothetical contributions [N, Le, 4], [N, Lp, 4] by in-silico mutagenesis (module docstring)."""
+    logits = logit_function(model)
+    width = enhancer.shape[1]
+    effects = torch.zeros(len(enhancer), width + promoter.shape[1], 4)
+    for row in progress(range(len(enhancer)), len(enhancer), "in-silico mutagenesis"):
+        mutants, positions, bases = single_base_mutants(torch.cat([enhancer[row], promoter[row]]))
+        reference = logits(enhancer[row : row + 1], promoter[row : row + 1], distance[row : row + 1])
+        mutant_logits = torch.cat(
+            [
+                logits(part[:, :width], part[:, width:], distance[row].expand(len(part)))
+                for part in mutants.split(batch_size)
+            ]
+        )
+        effects[row, positions, bases] = mutant_logits - reference
+    return centred(effects[:, :width]), centred(effects[:, width:])
+
+
+def contributions(hypothetical: np.ndarray, onehot: np.ndarray) -> np.ndarray:
+    """[N, L, 4], [N, L, 4] -> [N, L]: the hypothetical contribution of the base that is there (0 at N)."""
+    return (hypothetical * onehot).sum(axis=-1)
+
+
+def rank_agreement(fast: np.ndarray, reference: np.ndarray) -> float:
+    """Spearman rank correlation of two equally shaped arrays of per-base values."""
+    from scipy.stats import spearmanr
+
+    return float(spearmanr(np.ravel(fast), np.ravel(reference))[0])
+
+
+def attribute(model, enhancer, promoter, distance, spec: ExplainSpec, method: str | None = None):
+    """Hypothetical contributions of both windows by `method` (default: the spec's), as float32 numpy arrays."""
+    method = method or spec.method
+    if method == "ism":
+        parts = in_silico_mutagenesis(model, enhancer, promoter, distance, spec.batch_size)
+    elif method == "saliency":
+        pieces = [
+            saliency(
+                model,
+                enhancer[i : i + spec.batch_size],
+                promoter[i : i + spec.batch_size],
+                distance[i : i + spec.batch_size],
+            )
+            for i in range(0, len(enhancer), spec.batch_size)
+        ]
+        parts = tuple(torch.cat([piece[k] for piece in pieces]) for k in range(2))
+    else:
+        chunk = max(1, spec.batch_size // spec.steps) * 8
+        pieces = [
+            integrated_gradients(
+                model,
+                enhancer[i : i + chunk],
+                promoter[i : i + chunk],
+                distance[i : i + chunk],
+                spec.steps,
+                spec.batch_size,
+            )
+            for i in progress(range(0, len(enhancer), chunk), -(-len(enhancer) // chunk), "integrated gradients")
+        ]
+        parts = tuple(torch.cat([piece[k] for piece in pieces]) for k in range(2))
+    return tuple(part.numpy().astype(np.float32) for part in parts)
+
+
+def explain_pairs(model, onehot: dict[str, np.ndarray], distance: np.ndarray, spec: ExplainSpec) -> dict:
+    """Hypothetical contributions of every pair ({element: [N, L, 4]}) by the spec's method, and each fast method's
+    agreement with ISM.
+
+    The agreement: on the first `ism_pairs` pairs, ISM and each fast method, and the Spearman
+    correlation of their per-base contributions, over all bases and over the tenth of bases
+    where ISM's effect is largest; with the seconds each method takes per pair.
+    """
+    model.eval()
+    tensors = [torch.as_tensor(onehot[element], dtype=torch.float32) for element in ELEMENTS]
+    distance = torch.as_tensor(np.asarray(distance))
+    computed = {}
+
+    def run(method: str, n: int) -> tuple[np.ndarray, ...]:
+        if method not in computed or len(computed[method][0][0]) < n:
+            start = time.monotonic()
+            parts = attribute(model, *(tensor[:n] for tensor in tensors), distance[:n], spec, method)
+            computed[method] = (parts, (time.monotonic() - start) / max(1, n))
+        return tuple(part[:n] for part in computed[method][0])
+
+    hypothetical = dict(zip(ELEMENTS, run(spec.method, len(distance))))
+    agreement = {"method": spec.method, "pairs": len(distance), "seconds_per_pair": computed[spec.method][1]}
+    n = min(spec.ism_pairs, len(distance))
+    if n:
+        exact = per_base_contributions(run("ism", n), onehot, n)
+        agreement["ism_pairs"] = n
+        agreement["ism_seconds_per_pair"] = computed["ism"][1]
+        for method in FAST_METHODS:
+            fast = per_base_contributions(run(method, n), onehot, n)
+            strongest = np.abs(exact) >= np.quantile(np.abs(exact), 0.9)
+            agreement[method] = {
+                "spearman_all_bases": rank_agreement(fast, exact),
+                "spearman_top_tenth_bases": rank_agreement(fast[strongest], exact[strongest]),
+                "seconds_per_pair": computed[method][1],
+            }
+    return {"hypothetical": hypothetical, "agreement": agreement}
+
+
+def per_base_contributions(parts: tuple[np.ndarray, ...], onehot: dict[str, np.ndarray], n: int) -> np.ndarray:
+    """[n, Le + Lp]: the contributions of the first n pairs' bases, enhancer then promoter."""
+    return np.concatenate([contributions(part[:n], onehot[e][:n]) for e, part in zip(ELEMENTS, parts)], axis=1)
+
+
+def contribution_signal(pairs: pd.DataFrame, per_base: dict[str, np.ndarray]) -> dict[str, tuple]:
+    """Per chromosome, (starts, values) of the per-base contributions in genome coordinates (bigwig's contract).
+
+    `pairs` holds the windows' coordinates (windows.tsv columns); `per_base` [N, L] per
+    element. A base in the windows of several pairs gets the mean of their values.
+    """
+    from epiformer.bigwig import mean_per_base
+
+    windows: dict[str, tuple[list, list]] = {}
+    for element in ELEMENTS:
+        for chrom, start, values in zip(pairs[f"{element}_chrom"], pairs[f"{element}_start"], per_base[element]):
+            starts, arrays = windows.setdefault(str(chrom), ([], []))
+            starts.append(int(start))
+            arrays.append(values)
+    return {chrom: mean_per_base(starts, arrays) for chrom, (starts, arrays) in windows.items()}
+
+
+def write_agreement(path: str | Path, agreement: dict) -> None:
+    atomic_write_text(path, json.dumps(agreement, indent=2) + "\n")
+
+
+def explain_model(
+    model_dir: str | Path,
+    windows_path: str | Path,
+    predictions_path: str | Path,
+    genome_path: str | Path,
+    attributions_path: str | Path,
+    bigwig_path: str | Path,
+    agreement_path: str | Path,
+    spec: ExplainSpec = ExplainSpec(),
+) -> dict:
+    """Attributions of a model's best-scored test pairs: the safetensors file, the bigWig and the agreement with ISM."""
+    from epiformer.bigwig import write_bigwig
+    from epiformer.fileio import read_windows
+    from epiformer.genome import chromosome_sizes, fai_path
+    from epiformer.predict import load_model_folder, open_genome, packed_pairs
+
+    model, _ = load_model_folder(model_dir, command="the explain target")
+    pairs = choose_pairs(read_windows(windows_path), pd.read_csv(predictions_path, sep="\t"), spec.top_pairs)
+    log.info("Explaining %d test pairs of %s by %s", len(pairs), model_dir, spec.method)
+    with open_genome(genome_path) as genome:
+        data = packed_pairs(genome, pairs)
+        sizes = chromosome_sizes(fai_path(genome_path))
+    packed = {element: data.packed(element, np.arange(len(pairs))) for element in ELEMENTS}
+    onehot = {element: unpack_windows(packed[element], pairs, element) for element in ELEMENTS}
+    explained = explain_pairs(model, onehot, pairs["distance"].to_numpy(), spec)
+    per_base = {element: contributions(explained["hypothetical"][element], onehot[element]) for element in ELEMENTS}
+    write_attributions(
+        attributions_path, pairs, packed, explained["hypothetical"], {"method": spec.method, "steps": spec.steps}
+    )
+    write_bigwig(bigwig_path, sizes, contribution_signal(pairs, per_base))
+    write_agreement(agreement_path, explained["agreement"])
+    return explained["agreement"]
+
+
+def unpack_windows(packed: np.ndarray, pairs: pd.DataFrame, element: str) -> np.ndarray:
+    """uint8 [N, L/2] packed windows -> float32 one-hot [N, L, 4]; L from the windows' coordinates."""
+    from epiformer.shards import unpack
+
+    width = int((pairs[f"{element}_end"] - pairs[f"{element}_start"]).iloc[0])
+    return unpack(packed, width).astype(np.float32)

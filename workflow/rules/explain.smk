@@ -1,0 +1,68 @@
+# Why pairs interact (the `explain` target, run after the main one: snakemake --cores all explain):
+# attributions of each element-window model's best-scored test pairs (src/epiformer/attributions.py),
+# TF-MoDISco motifs matched to JASPAR and their logos (src/epiformer/motif_discovery.py).
+
+
+rule attributions:
+    input:
+        weights="results/{cell}/{model}/model.safetensors",
+        description="results/{cell}/{model}/model.json",
+        predictions="results/{cell}/{model}/predictions.tsv",
+        windows="results/{cell}/windows.tsv",
+        genome=get_genome,
+        fai=get_genome_index,
+    output:
+        attributions="results/{cell}/{model}/attributions.safetensors",
+        bigwig="results/{cell}/{model}/attributions.bw",
+        agreement="results/{cell}/{model}/attribution_agreement.json",
+    log:
+        "logs/{cell}/{model}/attributions.log",
+    benchmark:
+        "logs/{cell}/{model}/attributions.usage.tsv"
+    wildcard_constraints:
+        model=regex_of(ELEMENT_MODELS),
+    conda:
+        "../../envs/pytorch.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    params:
+        spec={key: value for key, value in config["explain"].items() if key not in ("jaspar", "modisco")},
+    script:
+        "../../scripts/attributions.py"
+
+
+rule motifs:
+    input:
+        attributions="results/{cell}/{model}/attributions.safetensors",
+        jaspar=explain_jaspar(),
+    output:
+        motifs="results/{cell}/{model}/motifs.tsv",
+        logos=report(
+            "results/{cell}/{model}/motifs.png",
+            caption="../report/motifs.rst",
+            category="Motifs",
+            labels={"cell line": "{cell}", "model": "{model}"},
+        ),
+    log:
+        "logs/{cell}/{model}/motifs.log",
+    benchmark:
+        "logs/{cell}/{model}/motifs.usage.tsv"
+    wildcard_constraints:
+        model=regex_of(ELEMENT_MODELS),
+    conda:
+        "../../envs/explain.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    params:
+        modisco=config["explain"]["modisco"],
+    script:
+        "../../scripts/motifs.py"
+
+
+rule explain:
+    input:
+        explain_outputs(),
