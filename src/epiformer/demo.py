@@ -161,7 +161,7 @@ def place_elements(
 
 def plant_sites(genome: dict[str, bytearray], element: Element, motifs: dict[str, Motif], rng) -> None:
     """Write the primary sites and the decoy site into the genome around the element centre."""
-    names = [element.primary] * PRIMARY_SITES + [element.decoy] if element.primary else []
+    names = ([element.primary] * PRIMARY_SITES + [element.decoy]) if element.primary else []  # blank: none
     names = [name for name in names if name]
     slots = rng.permutation(2 * SITE_SPREAD // 25 - 1)[: len(names)]
     for name, slot in zip(names, slots):
@@ -217,8 +217,8 @@ def sample_cell_pairs(
     positive gets `spec.negatives_per_positive` negatives from its log-distance bin, each of a
     kind drawn with the probabilities `NEGATIVE_KINDS`. A lone negative mirrors the positive:
     its enhancer's motif with a blank promoter, or its promoter's motif with a blank enhancer
-    (side drawn at random, else the other), so that every partner is seen without its motif
-    as often as it is positive. Where the bin has none of the drawn kind left, the first kind
+    (side drawn at random, else the other), so that each partner motif is seen beside a blank
+    element in proportion to how often it is positive. Where the bin has none of the drawn kind left, the first kind
     in `NEGATIVE_KINDS` order that it still has is taken.
     Returns (enhancer index, promoter index, distance, label, true probability) rows.
     """
