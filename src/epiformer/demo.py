@@ -9,19 +9,30 @@ GC 0.36-0.58), N runs at the telomeres and one interior gap per chromosome, and 
 Elements: promoters and enhancers at random non-N positions. Each carries one *primary*
 motif (six sites, near consensus, random strand) and sometimes one *decoy* site of
 another motif, all within `SITE_SPREAD` bp of the element centre so that any window of
-at least 2 x SITE_SPREAD + 2 x flank bp contains them.
+at least 2 x SITE_SPREAD + 2 x flank bp contains them. A share `BLANK_RATE` of elements
+is *blank*: no planted site, background only (`none` in the truth table).
 
 Labels: each cell line has a *grammar*, a set of partner (enhancer TF, promoter TF) pairs.
-An element is *active* in a cell line when its primary motif belongs to some partner pair.
-A pair's true interaction probability is high when its two primary motifs are partners,
-moderate when only a decoy makes them partners, and low otherwise. Only pairs whose two
-elements are both active or both inactive are candidates. Negatives are drawn, from the
-same log-distance bin as each positive, as *hard* (both elements active but not partners,
-a fraction `HARD_NEGATIVES`) or *easy* (both inactive). Activity is learnable from one
-element, but among active pairs only the combination decides, so a model that scores
-each element separately (additive, e.g. k-mer logistic regression) stays well below one
-that relates enhancer to promoter; the grammars differ between cell lines, so a model
-does not transfer. Distance alone carries no signal.
+An element is *active* in a cell line when its primary motif belongs to some partner pair;
+blank elements are never active. A pair's true interaction probability is high when its two
+primary motifs are partners, moderate when only a decoy makes them partners, and low
+otherwise. Candidates are pairs whose two elements are both active or both inactive, or an
+active element with a blank one. Negatives are drawn, from the same log-distance bin as each
+positive, in the shares `NEGATIVE_KINDS`: *hard* (both elements active but not partners),
+*lone* (the positive's enhancer motif with a blank promoter, or its promoter motif with a
+blank enhancer) or *easy* (both inactive). Activity is learnable from one element, but
+among active pairs only the combination decides, so a model that scores each element
+separately (additive, e.g. k-mer logistic regression) stays well below one that relates
+enhancer to promoter; the grammars differ between cell lines, so a model does not transfer.
+Distance alone carries no signal.
+
+Lone negatives make a model recognise every partner motif on both elements. Without them
+the element types are a short closed list, and hard negatives let a model decide by
+exclusion: in `erythroid` a GATA1 enhancer meets only SP1, YY1 (partners) or CTCF (hard)
+promoters, so "positive unless the promoter has CTCF" scores as well as recognising SP1 and
+YY1, and knocking out a promoter's SP1 sites barely moves such a model's score. A blank
+element is what a knockout leaves, and as a lone negative it is labelled so: an active
+element's partner must show its own motif.
 """
 
 from __future__ import annotations
@@ -47,10 +58,15 @@ GRAMMARS: dict[str, frozenset[tuple[str, str]]] = {
 ENHANCER_MOTIFS = ("CTCF", "YY1", "GATA1", "SPI1")
 PROMOTER_MOTIFS = ("CTCF", "YY1", "SP1", "ELK1")
 PRIMARY_SITES, DECOY_RATE = 6, 0.25
+# Share of *blank* elements, with no planted site (background only): inactive in every cell
+# line, they are what an element becomes when its motif's sites are knocked out.
+BLANK_RATE = 0.1
 P_PRIMARY, P_DECOY, P_BACKGROUND = 0.9, 0.4, 0.03
-# Share of negatives that pair two active elements that are not partners; the rest pair two
-# inactive elements. Higher makes the combination matter more and one element alone less.
-HARD_NEGATIVES = 0.6
+# Shares of the negative kinds: hard pairs two active elements that are not partners (higher
+# makes the combination matter more and one element alone less); lone pairs an active element
+# with a blank one, so a partner must be recognised by its own motif, not by excluding the
+# motifs of non-partners; easy pairs two inactive elements.
+NEGATIVE_KINDS = {"hard": 0.55, "lone": 0.3, "easy": 0.15}
 
 
 @dataclass(frozen=True)
@@ -78,7 +94,7 @@ class Element:
     chrom: str
     start: int
     end: int
-    primary: str
+    primary: str | None  # None: a blank element
     decoy: str | None
 
     @property
@@ -132,8 +148,11 @@ def place_elements(
         if any(s < margin[1] and margin[0] < e for s, e in taken[chrom]):
             continue
         taken[chrom].append(margin)
-        primary = str(rng.choice(pool))
-        decoy = str(rng.choice([m for m in pool if m != primary])) if rng.random() < DECOY_RATE else None
+        if rng.random() < BLANK_RATE:
+            primary = decoy = None
+        else:
+            primary = str(rng.choice(pool))
+            decoy = str(rng.choice([m for m in pool if m != primary])) if rng.random() < DECOY_RATE else None
         elements.append(Element(chrom, start, start + width, primary, decoy))
     if len(elements) == count:
         return elements
@@ -142,7 +161,8 @@ def place_elements(
 
 def plant_sites(genome: dict[str, bytearray], element: Element, motifs: dict[str, Motif], rng) -> None:
     """Write the primary sites and the decoy site into the genome around the element centre."""
-    names = [element.primary] * PRIMARY_SITES + ([element.decoy] if element.decoy else [])
+    names = ([element.primary] * PRIMARY_SITES + [element.decoy]) if element.primary else []  # blank: none
+    names = [name for name in names if name]
     slots = rng.permutation(2 * SITE_SPREAD // 25 - 1)[: len(names)]
     for name, slot in zip(names, slots):
         site = sample_site(motifs[name], rng, sharpness=2.0)
@@ -175,14 +195,17 @@ def candidate_pairs(enhancers: list[Element], promoters: list[Element], spec: De
 
 
 def pair_kind(enhancer: Element, promoter: Element, grammar: frozenset) -> str:
-    """'partners', 'hard' (both active, not partners), 'easy' (both inactive) or 'mixed'."""
+    """'partners', 'hard' (both active, not partners), 'easy' (both inactive), 'lone' (one
+    active, the other blank) or 'mixed' (one active, the other inactive with a motif)."""
     enhancer_active = any(e == enhancer.primary for e, _ in grammar)
     promoter_active = any(p == promoter.primary for _, p in grammar)
     if (enhancer.primary, promoter.primary) in grammar:
         return "partners"
     if enhancer_active and promoter_active:
         return "hard"
-    return "easy" if not (enhancer_active or promoter_active) else "mixed"
+    if not (enhancer_active or promoter_active):
+        return "easy"
+    return "lone" if enhancer.primary is None or promoter.primary is None else "mixed"
 
 
 def sample_cell_pairs(
@@ -190,9 +213,13 @@ def sample_cell_pairs(
 ) -> list[tuple[int, int, int, int, float]]:
     """Label candidates by the grammar, keep positives and distance-matched negatives, shuffled.
 
-    Pairs of one active and one inactive element are left out. Each positive gets
-    `spec.negatives_per_positive` negatives from its log-distance bin, each hard with
-    probability `HARD_NEGATIVES` (easy otherwise, or whichever kind the bin still has).
+    Pairs of one active element and one inactive element with a motif are left out. Each
+    positive gets `spec.negatives_per_positive` negatives from its log-distance bin, each of a
+    kind drawn with the probabilities `NEGATIVE_KINDS`. A lone negative mirrors the positive:
+    its enhancer's motif with a blank promoter, or its promoter's motif with a blank enhancer
+    (side drawn at random, else the other), so that each partner motif is seen beside a blank
+    element in proportion to how often it is positive. Where the bin has none of the drawn kind left, the first kind
+    in `NEGATIVE_KINDS` order that it still has is taken.
     Returns (enhancer index, promoter index, distance, label, true probability) rows.
     """
     kinds = np.array([pair_kind(enhancers[i], promoters[j], grammar) for i, j, _ in candidates])
@@ -203,16 +230,33 @@ def sample_cell_pairs(
     labels = rng.random(len(probs)) < probs
     bins = np.floor(np.log10([d for _, _, d in candidates]) * 8).astype(int)
     positives = rng.permutation(np.flatnonzero(labels))[: spec.positives_per_cell]
-    negatives: dict[tuple[int, bool], list[int]] = {}
+
+    def motifs(index: int) -> tuple[str | None, str | None]:
+        i, j, _ = candidates[index]
+        return enhancers[i].primary, promoters[j].primary
+
+    def anchor(index: int) -> str:
+        """A lone pair's active element, as side and motif ('' for other kinds)."""
+        if kinds[index] != "lone":
+            return ""
+        enhancer, promoter = motifs(index)
+        return f"enhancer:{enhancer}" if promoter is None else f"promoter:{promoter}"
+
+    negatives: dict[tuple[int, str, str], list[int]] = {}
     for index in rng.permutation(np.flatnonzero(~labels & (kinds != "partners"))):
-        negatives.setdefault((int(bins[index]), bool(kinds[index] == "hard")), []).append(int(index))
+        negatives.setdefault((int(bins[index]), str(kinds[index]), anchor(index)), []).append(int(index))
+    names, shares = list(NEGATIVE_KINDS), list(NEGATIVE_KINDS.values())
     chosen = list(positives)
     for index in positives:
+        enhancer, promoter = motifs(index)
+        mirrors = [f"enhancer:{enhancer}", f"promoter:{promoter}"]
         for _ in range(spec.negatives_per_positive):
-            hard = bool(rng.random() < HARD_NEGATIVES)
-            pool = negatives.get((int(bins[index]), hard)) or negatives.get((int(bins[index]), not hard))
-            if pool:
-                chosen.append(pool.pop())
+            kind = str(rng.choice(names, p=shares))
+            keys = [("lone", m) for m in rng.permutation(mirrors)] if kind == "lone" else [(kind, "")]
+            for pool in (negatives.get((int(bins[index]), *key)) for key in [*keys, *((k, "") for k in names)]):
+                if pool:
+                    chosen.append(pool.pop())
+                    break
     chosen = rng.permutation(chosen)
     return [(*candidates[k], int(labels[k]), float(probs[k])) for k in chosen]
 
@@ -278,7 +322,7 @@ def write_truth(rows, enhancers, promoters, path: Path) -> None:
         handle.write("pair_id\tlabel\tp_interact\tenhancer_motifs\tpromoter_motifs\n")
         for pair_id, (i, j, _, label, prob) in enumerate(rows):
             e, p = enhancers[i], promoters[j]
-            motifs = [",".join(m for m in (x.primary, x.decoy) if m) for x in (e, p)]
+            motifs = [",".join(m for m in (x.primary or "none", x.decoy) if m) for x in (e, p)]
             handle.write(f"{pair_id}\t{label}\t{prob}\t{motifs[0]}\t{motifs[1]}\n")
 
 
