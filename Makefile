@@ -10,13 +10,21 @@ CORES ?= all
 TORCH ?= torch==2.13.0
 STAMP := $(VENV)/.epiformer-installed
 
-.PHONY: demo demo-long real real-random test setup bedtools lint clean
+.PHONY: demo explain demo-long real real-random test setup bedtools lint clean
 
 demo: setup bedtools
 	$(BIN)/snakemake --cores $(CORES)
 	$(BIN)/snakemake --cores $(CORES) --report results/report.html
 	@echo "Done: results/summary.md, results/plots/, results/report.html"
 	@echo "To run snakemake yourself: source $(VENV)/bin/activate"
+
+# Why pairs interact (docs/explain.md): attributions, TF-MoDISco motifs and logos of every
+# element-window model, after the main run (which it completes first if need be); then the
+# report again, with the logos.
+explain: setup bedtools
+	$(BIN)/snakemake --cores $(CORES) explain
+	$(BIN)/snakemake --cores $(CORES) --report results/report.html all explain
+	@echo "Done: results/{cell}/{model}/motifs.tsv, motifs.png, attributions.bw; results/report.html"
 
 # The insulated long-range demo (config/demo_long.yaml, docs/demo_long.md): M7 on element
 # windows, M7 on the whole span, softmax on the span, side by side. In its own folder, so that

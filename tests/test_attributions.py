@@ -67,7 +67,12 @@ def test_ism_is_the_logit_change_of_every_single_base_substitution(tiny_model, w
     enhancer, promoter, distance = windows_pair
     ism_enhancer, ism_promoter = in_silico_mutagenesis(tiny_model, enhancer, promoter, distance, batch_size=17)
     with torch.no_grad():
-        for row, element, position in [(0, "enhancer", 0), (1, "enhancer", 13), (2, "promoter", 15), (0, "promoter", 7)]:
+        for row, element, position in [
+            (0, "enhancer", 0),
+            (1, "enhancer", 13),
+            (2, "promoter", 15),
+            (0, "promoter", 7),
+        ]:
             logits = []
             for base in range(4):
                 mutated = {"enhancer": enhancer[row : row + 1].clone(), "promoter": promoter[row : row + 1].clone()}
@@ -104,6 +109,8 @@ def planted_site_cores(onehot: np.ndarray, motif_names: str, motifs) -> np.ndarr
     """bool [L]: the core positions (probability > 0.7) of strong matches of the truth's motifs in one window."""
     cores = np.zeros(len(onehot), bool)
     for name in motif_names.split(","):
+        if name == "none":  # a blank element: no planted site
+            continue
         motif = motifs[name]
         log_odds = np.log2(motif.probabilities / 0.25)
         core = np.flatnonzero(motif.probabilities.max(axis=1) > 0.7)
@@ -132,7 +139,9 @@ def explained_demo(tiny_demo, trained_cells):
     motifs = read_jaspar(bundled_jaspar_path())
     cores = np.concatenate(
         [
-            np.array([planted_site_cores(window, names, motifs) for window, names in zip(onehot[e], pairs[f"{e}_motifs"])])
+            np.array(
+                [planted_site_cores(window, names, motifs) for window, names in zip(onehot[e], pairs[f"{e}_motifs"])]
+            )
             for e in ELEMENTS
         ],
         axis=1,

@@ -1,22 +1,26 @@
 """Attributions: which bases of a pair's two windows drive its score (the workflow's `explain` target).
 
-Both methods attribute the model's *logit* to every base and channel of the enhancer and
+Every method attributes the model's *logit* to every base and channel of the enhancer and
 promoter windows, as float [N, L, 4] arrays (channels A, C, G, T):
 
-- `ism`, in-silico mutagenesis, the exact reference: the logit with the base replaced by
-  each other base, minus the pair's logit (0 at the observed base). 3 x (Le + Lp) model
-  passes per pair.
+- `ism`, in-silico mutagenesis, exact (the default and the reference): the logit with the
+  base replaced by each other base, minus the pair's logit (0 at the observed base).
+  3 x (Le + Lp) model passes per pair.
 - `integrated_gradients` (captum's IntegratedGradients, not multiplied by the inputs): the
   logit's gradient averaged along the straight path from a uniform baseline (0.25 of each
-  base) to the one-hot sequence, `steps` passes per pair, about 50 times fewer than ISM.
+  base) to the one-hot sequence; `steps` passes per pair.
+- `saliency` (captum's Saliency): the logit's gradient at the sequence; one pass.
 
-Both are returned as TF-MoDISco's *hypothetical contributions*: centred, the mean over the
+All are returned as TF-MoDISco's *hypothetical contributions*: centred, the mean over the
 four channels removed at every base, so that a base's value says how much better or worse
 it is than an average base there. The *contribution* of a base, the per-base track, is
-the hypothetical value of the base that is there (`contributions`).
+the hypothetical value of the base that is there (`contributions`). The fast methods'
+agreement with ISM is measured on every run (`explain_pairs`): on pairs where the model is
+saturated, integrated gradients spread the credit over redundant sites and rank bases
+unlike ISM (docs/explain.md has the numbers).
 
 Pairs are the test pairs with the highest scores (`choose_pairs`): attributions explain what
-the model found in pairs it calls interacting. Stored compactly (`write_attributions`): the
+the model found in pairs it calls interacting. Stored compactly (`attribution_store`): the
 sequences as the shards pack them (4 bits a base) and the hypothetical contributions as
 float16, in one safetensors file; and the contributions in genome coordinates as a bigWig
 (`contribution_signal`, averaged where windows of several pairs overlap).
@@ -117,9 +121,8 @@ def saliency(model, enhancer, promoter, distance):
     """Hypothetical contributions [N, Le, 4], [N, Lp, 4]: the logit's gradient at the sequence (captum's Saliency)."""
     from captum.attr import Saliency
 
-    gradients = Saliency(logit_function(model)).attribute(
-        (enhancer, promoter), additional_forward_args=(distance,), abs=False
-    )
+    inputs = (enhancer.detach().requires_grad_(), promoter.detach().requires_grad_())
+    gradients = Saliency(logit_function(model)).attribute(inputs, additional_forward_args=(distance,), abs=False)
     return tuple(centred(part.detach()) for part in gradients)
 
 
@@ -170,32 +173,20 @@ def attribute(model, enhancer, promoter, distance, spec: ExplainSpec, method: st
     method = method or spec.method
     if method == "ism":
         parts = in_silico_mutagenesis(model, enhancer, promoter, distance, spec.batch_size)
-    elif method == "saliency":
-        pieces = [
-            saliency(
-                model,
-                enhancer[i : i + spec.batch_size],
-                promoter[i : i + spec.batch_size],
-                distance[i : i + spec.batch_size],
-            )
-            for i in range(0, len(enhancer), spec.batch_size)
-        ]
-        parts = tuple(torch.cat([piece[k] for piece in pieces]) for k in range(2))
     else:
-        chunk = max(1, spec.batch_size // spec.steps) * 8
+        chunk = max(1, spec.batch_size // 8)  # pairs at a time; integrated gradients batch their path points
         pieces = [
-            integrated_gradients(
-                model,
-                enhancer[i : i + chunk],
-                promoter[i : i + chunk],
-                distance[i : i + chunk],
-                spec.steps,
-                spec.batch_size,
-            )
-            for i in progress(range(0, len(enhancer), chunk), -(-len(enhancer) // chunk), "integrated gradients")
+            fast_method(method, model, enhancer[i : i + chunk], promoter[i : i + chunk], distance[i : i + chunk], spec)
+            for i in progress(range(0, len(enhancer), chunk), -(-len(enhancer) // chunk), method.replace("_", " "))
         ]
         parts = tuple(torch.cat([piece[k] for piece in pieces]) for k in range(2))
     return tuple(part.numpy().astype(np.float32) for part in parts)
+
+
+def fast_method(method: str, model, enhancer, promoter, distance, spec: ExplainSpec):
+    if method == "saliency":
+        return saliency(model, enhancer, promoter, distance)
+    return integrated_gradients(model, enhancer, promoter, distance, spec.steps, spec.batch_size)
 
 
 def explain_pairs(model, onehot: dict[str, np.ndarray], distance: np.ndarray, spec: ExplainSpec) -> dict:
@@ -208,7 +199,7 @@ def explain_pairs(model, onehot: dict[str, np.ndarray], distance: np.ndarray, sp
     """
     model.eval()
     tensors = [torch.as_tensor(onehot[element], dtype=torch.float32) for element in ELEMENTS]
-    distance = torch.as_tensor(np.asarray(distance))
+    distance = torch.tensor(np.asarray(distance))  # a copy: pandas may hand over a read-only array
     computed = {}
 
     def run(method: str, n: int) -> tuple[np.ndarray, ...]:

@@ -221,7 +221,9 @@ def explain_outputs():
 
 def explain_jaspar():
     """The JASPAR file the motifs are matched to: explain.jaspar, or the JASPAR 2022 subset the package ships."""
-    return config["explain"]["jaspar"] or str(WORKFLOW_DIR / "src" / "epiformer" / "data" / "jaspar2022_core_subset.jaspar")
+    return config["explain"]["jaspar"] or str(
+        WORKFLOW_DIR / "src" / "epiformer" / "data" / "jaspar2022_core_subset.jaspar"
+    )
 
 
 def demo_generator_checksum(generator="demo.py"):
