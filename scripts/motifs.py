@@ -1,12 +1,13 @@
 """TF-MoDISco motifs of a model's attributions, matched to JASPAR: motifs.tsv and the logos figure."""
 
 from epiformer.motif_discovery import ModiscoSpec, discover_motifs
+from epiformer.motifs import bundled_jaspar_path
 from epiformer.runlog import setup_logging
 
 setup_logging(snakemake.log[0])
 discover_motifs(
     snakemake.input.attributions,
-    snakemake.input.jaspar,
+    snakemake.input.jaspar or bundled_jaspar_path(),  # explain.jaspar, or the matrices shipped with epiformer
     snakemake.output.motifs,
     snakemake.output.logos,
     ModiscoSpec(**snakemake.params.modisco),

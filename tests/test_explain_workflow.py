@@ -91,7 +91,9 @@ def test_the_bigwig_holds_each_window_bases_contribution_at_its_genome_position(
         assert track.values(chrom, position, position + 1)[0] == pytest.approx(
             np.mean(expected[(chrom, position)]), abs=1e-4
         )
-    covered = sum(track.stats(chrom, type="coverage", exact=True)[0] * size for chrom, size in track.chroms().items())
+    covered = sum(
+        (track.stats(chrom, type="coverage", exact=True)[0] or 0) * size for chrom, size in track.chroms().items()
+    )
     assert covered == pytest.approx(len(expected))
 
 

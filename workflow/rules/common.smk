@@ -219,11 +219,9 @@ def explain_outputs():
     return expand("results/{cell}/{model}/motifs.{kind}", cell=CELL_LINES, model=ELEMENT_MODELS, kind=["tsv", "png"])
 
 
-def explain_jaspar():
-    """The JASPAR file the motifs are matched to: explain.jaspar, or the JASPAR 2022 subset the package ships."""
-    return config["explain"]["jaspar"] or str(
-        WORKFLOW_DIR / "src" / "epiformer" / "data" / "jaspar2022_core_subset.jaspar"
-    )
+def explain_jaspar(wildcards):
+    """The JASPAR file of explain.jaspar, as the motifs rule's input; none for the JASPAR subset the package ships."""
+    return config["explain"]["jaspar"] or []
 
 
 def demo_generator_checksum(generator="demo.py"):

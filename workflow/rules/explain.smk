@@ -36,7 +36,7 @@ rule attributions:
 rule motifs:
     input:
         attributions="results/{cell}/{model}/attributions.safetensors",
-        jaspar=explain_jaspar(),
+        jaspar=explain_jaspar,
     output:
         motifs="results/{cell}/{model}/motifs.tsv",
         logos=report(
