@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from functools import partial
 
 from epiformer import __version__
 
@@ -178,27 +179,24 @@ def window_overrides(args: argparse.Namespace) -> dict:
     return {"edge": args.edge, "max_n_fraction": args.max_n_fraction, "allow_trans": args.allow_trans}
 
 
+def run_scoring(args: argparse.Namespace, parser: argparse.ArgumentParser, score, *errors: type[Exception]) -> int:
+    """Run a scoring command's `score` with the shared options; an input error is one log line and exit status 1."""
+    set_up_torch(args, parser)
+    try:
+        score(unscored_path=args.unscored, batch_size=args.batch_size, device=args.device, **window_overrides(args))
+    except errors as error:
+        log.error("%s", error)
+        return 1
+    return 0
+
+
 def run_predict(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from epiformer.genome import GenomeError
     from epiformer.pairs import PairsError
     from epiformer.predict import ModelError, predict_pairs
 
-    set_up_torch(args, parser)
-    try:
-        predict_pairs(
-            args.model,
-            args.genome,
-            args.pairs,
-            args.out,
-            unscored_path=args.unscored,
-            batch_size=args.batch_size,
-            device=args.device,
-            **window_overrides(args),
-        )
-    except (ModelError, GenomeError, PairsError) as error:
-        log.error("%s", error)
-        return 1
-    return 0
+    score = partial(predict_pairs, args.model, args.genome, args.pairs, args.out)
+    return run_scoring(args, parser, score, ModelError, GenomeError, PairsError)
 
 
 def run_variants(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -208,23 +206,8 @@ def run_variants(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     from epiformer.variants import score_variants
     from epiformer.vcf import VcfError
 
-    set_up_torch(args, parser)
-    try:
-        score_variants(
-            args.model,
-            args.genome,
-            args.pairs,
-            args.vcf,
-            args.out,
-            unscored_path=args.unscored,
-            batch_size=args.batch_size,
-            device=args.device,
-            **window_overrides(args),
-        )
-    except (ModelError, GenomeError, PairsError, VcfError) as error:
-        log.error("%s", error)
-        return 1
-    return 0
+    score = partial(score_variants, args.model, args.genome, args.pairs, args.vcf, args.out)
+    return run_scoring(args, parser, score, ModelError, GenomeError, PairsError, VcfError)
 
 
 TRACKS_EXAMPLE = """\
