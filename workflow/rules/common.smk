@@ -62,7 +62,7 @@ def model_config(model):
 
 
 SPAN_MODELS = [name for name in MODELS if model_config(name)["input"] == "span"]
-# Variant effects (rule variants, `epiformer variants`): for each cell line whose sample sheet row
+# Variant effects (the variants rule; `epiformer variants`): for each cell line whose sample sheet row
 # gives a `vcf`, by each of its own element-window models (span models cannot score them yet).
 VARIANT_CELLS = [cell for cell in CELL_LINES if "vcf" in samples.columns and samples.loc[cell, "vcf"]]
 # Models of one cell line that read element windows: what `epiformer predict`, variants and explain take.
