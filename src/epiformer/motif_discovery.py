@@ -183,9 +183,10 @@ def motif_table(patterns: list[Pattern], matches: pd.DataFrame, q_value: float =
                 "consensus": "".join(ALPHABET[i] for i in patterns[lead].trimmed()[1].argmax(axis=1)),
                 "patterns": len(members),
                 "lead": lead,
+                "strand": matches["strand"].iloc[lead],
             }
         )
-    table = pd.DataFrame(rows, columns=[*COLUMNS[1:], "lead"])
+    table = pd.DataFrame(rows, columns=[*COLUMNS[1:], "lead", "strand"])
     table = table.sort_values("attribution", ascending=False, kind="stable").reset_index(drop=True)
     table.insert(0, "rank", np.arange(1, len(table) + 1))
     return table
@@ -217,7 +218,7 @@ def plot_logos(path: str | Path, table: pd.DataFrame, patterns: list[Pattern], m
     by_id = {motif.matrix_id: motif for motif in motifs.values()}
     shown = table.head(LOGO_ROWS)
     rows = max(1, len(shown))
-    figure, axes = plt.subplots(rows, 2, figsize=(10, 1.5 * rows + 0.6), squeeze=False, width_ratios=[3, 2])
+    figure, axes = plt.subplots(rows, 2, figsize=(11, 1.5 * rows + 0.6), squeeze=False, width_ratios=[5, 4])
     for (left, right), row in zip(axes, shown.itertuples()):
         cwm = patterns[row.lead].trimmed()[0]
         logomaker.Logo(pd.DataFrame(cwm, columns=list(ALPHABET)), ax=left, show_spines=False)
@@ -228,12 +229,17 @@ def plot_logos(path: str | Path, table: pd.DataFrame, patterns: list[Pattern], m
         )
         left.set_ylabel("contribution", fontsize=8)
         match = by_id[row.matrix_id]
+        # Drawn on the strand Tomtom matched, so that the two logos read alike.
+        probabilities = match.probabilities[::-1, ::-1] if row.strand == 1 else match.probabilities
         logomaker.Logo(
-            pd.DataFrame(information_content(match.probabilities), columns=list(ALPHABET)), ax=right, show_spines=False
+            pd.DataFrame(information_content(probabilities), columns=list(ALPHABET)), ax=right, show_spines=False
         )
         right.set_ylim(0, 2)
         verdict = "match" if row.q_value < Q_VALUE else "no significant match; nearest"
-        right.set_title(f"{verdict}: {match.name} {match.matrix_id}, q = {row.q_value:.2g}", fontsize=9, loc="left")
+        strand = " (rev. comp.)" if row.strand == 1 else ""
+        right.set_title(
+            f"{verdict}: {match.name} {match.matrix_id}{strand}, q = {row.q_value:.2g}", fontsize=9, loc="left"
+        )
         right.set_ylabel("bits", fontsize=8)
     if shown.empty:
         axes[0, 0].text(0.5, 0.5, "TF-MoDISco found no pattern", ha="center", va="center")
@@ -268,7 +274,7 @@ def discover_motifs(
     if patterns:
         table = motif_table(patterns, match_jaspar(patterns, motifs))
     else:
-        table = pd.DataFrame(columns=[*COLUMNS, "lead"])
+        table = pd.DataFrame(columns=[*COLUMNS, "lead", "strand"])
     for row in table.head(LOGO_ROWS).itertuples():
         log.info(
             "%d. %s (%s) q=%.2g, %d seqlets, %s", row.rank, row.motif, row.sign, row.q_value, row.seqlets, row.consensus
