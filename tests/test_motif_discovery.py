@@ -37,6 +37,7 @@ def test_a_jaspar_matrix_matches_itself_on_either_strand(strand):
     match = match_jaspar([pattern], JASPAR).iloc[0]
     assert match["motif"] == "GATA1" and match["matrix_id"] == JASPAR["GATA1"].matrix_id
     assert match["q_value"] < 0.05
+    assert match["strand"] == (0 if strand == "forward" else 1)  # the logos draw the match on this strand
 
 
 def test_patterns_named_alike_with_one_sign_are_one_motif():
@@ -112,3 +113,16 @@ def test_a_file_without_motifs_is_refused(tmp_path, discovered):
             tmp_path / "motifs.png",
         )
     assert not (tmp_path / "motifs.tsv").exists()
+
+
+def test_attributions_without_signal_give_an_empty_table_and_a_figure(tmp_path):
+    rng = np.random.default_rng(1)
+    onehot = {e: np.eye(4, dtype=np.float32)[rng.integers(0, 4, (20, 40))] for e in ELEMENTS}
+    packed = {e: np.packbits(onehot[e].astype(np.uint8).reshape(20, -1), axis=1) for e in ELEMENTS}
+    zeros = {e: np.zeros_like(onehot[e]) for e in ELEMENTS}
+    pairs = pd.DataFrame({"pair_id": np.arange(20), "score": np.full(20, 0.5)})
+    write_attributions(tmp_path / "a.safetensors", pairs, packed, zeros, {"method": "test"})
+    table = discover_motifs(tmp_path / "a.safetensors", bundled_jaspar_path(), tmp_path / "m.tsv", tmp_path / "m.png")
+    assert table.empty
+    assert pd.read_csv(tmp_path / "m.tsv", sep="\t").columns.tolist() == COLUMNS
+    assert (tmp_path / "m.png").read_bytes().startswith(b"\x89PNG")

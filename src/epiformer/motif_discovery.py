@@ -12,8 +12,9 @@ column scores, both strands). Its q-value is the Benjamini-Hochberg adjustment o
 p-values against all the file's motifs, as Tomtom reports them.
 
 motifs.tsv has one row per pattern, ranked by attribution (1 = most): the sum over the
-pattern's seqlets of their absolute contributions (`attribution`), so a motif counts by how
-often and how strongly it drives scores. `sign` says whether it raises (+) or lowers (-) the
+pattern's seqlets of their absolute contributions, computed as the number of seqlets times the
+summed absolute values of the pattern's CWM (`attribution`), so a motif counts by how often
+and how strongly it drives scores. `sign` says whether it raises (+) or lowers (-) the
 score.
 """
 
@@ -92,6 +93,8 @@ def discover_patterns(onehot: np.ndarray, hypothetical: np.ndarray, spec: Modisc
     """TF-MoDISco's patterns of both signs, most attribution first."""
     from modiscolite.tfmodisco import TFMoDISco
 
+    if not np.any(hypothetical):
+        return []  # nothing attributed (TF-MoDISco itself fails on it)
     positive, negative = TFMoDISco(
         one_hot=onehot,
         hypothetical_contribs=hypothetical,
@@ -167,7 +170,11 @@ def motif_groups(patterns: list[Pattern], matches: pd.DataFrame, q_value: float)
 
 
 def motif_table(patterns: list[Pattern], matches: pd.DataFrame, q_value: float = Q_VALUE) -> pd.DataFrame:
-    """motifs.tsv (module docstring): one row per motif, rank 1 = most attribution; `lead` is its strongest pattern."""
+    """motifs.tsv (module docstring): one row per motif, rank 1 = most attribution.
+
+    `lead` is the motif's most significant pattern (then the one with most attribution): its
+    consensus, sign and q-value are the motif's, and the logos figure draws its CWM.
+    """
     rows = []
     for members in motif_groups(patterns, matches, q_value):
         lead = min(members, key=lambda index: (matches["q_value"].iloc[index], -patterns[index].attribution))
@@ -206,7 +213,7 @@ def information_content(probabilities: np.ndarray) -> np.ndarray:
 
 
 def plot_logos(path: str | Path, table: pd.DataFrame, patterns: list[Pattern], motifs: dict[str, Motif], title: str):
-    """Each motif's contribution logo (its strongest pattern's CWM) beside its best JASPAR match, by rank."""
+    """Each motif's contribution logo (its lead pattern's CWM) beside its best JASPAR match, by rank."""
     import logomaker
     import matplotlib
 
