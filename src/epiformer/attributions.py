@@ -282,17 +282,17 @@ def explain_model(
 ) -> dict:
     """Attributions of a model's best-scored test pairs: the safetensors file, the bigWig and the agreement with ISM."""
     from epiformer.bigwig import write_bigwig
+    from epiformer.encode import encode_windows
     from epiformer.fileio import read_windows
     from epiformer.genome import chromosome_sizes, fai_path
-    from epiformer.predict import load_model_folder, open_genome, packed_pairs
+    from epiformer.predict import load_model_folder, open_genome
 
     model, _ = load_model_folder(model_dir, command="the explain target")
     pairs = choose_pairs(read_windows(windows_path), pd.read_csv(predictions_path, sep="\t"), spec.top_pairs)
     log.info("Explaining %d test pairs of %s by %s", len(pairs), model_dir, spec.method)
     with open_genome(genome_path) as genome:
-        data = packed_pairs(genome, pairs)
+        packed = encode_windows(genome, pairs, flank=0)  # centred windows, as predict and evaluation read them
         sizes = chromosome_sizes(fai_path(genome_path))
-    packed = {element: data.packed(element, np.arange(len(pairs))) for element in ELEMENTS}
     onehot = {element: unpack_windows(packed[element], pairs, element) for element in ELEMENTS}
     explained = explain_pairs(model, onehot, pairs["distance"].to_numpy(), spec)
     per_base = {element: contributions(explained["hypothetical"][element], onehot[element]) for element in ELEMENTS}

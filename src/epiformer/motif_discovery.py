@@ -120,15 +120,10 @@ def discover_patterns(onehot: np.ndarray, hypothetical: np.ndarray, spec: Modisc
 
 
 def benjamini_hochberg(p_values: np.ndarray) -> np.ndarray:
-    """q-values of the p-values along the last axis (the step-up procedure, made monotone)."""
-    order = np.argsort(p_values, axis=-1)
-    ranked = np.take_along_axis(p_values, order, axis=-1)
-    n = p_values.shape[-1]
-    adjusted = ranked * n / np.arange(1, n + 1)
-    adjusted = np.minimum.accumulate(adjusted[..., ::-1], axis=-1)[..., ::-1].clip(max=1.0)
-    q_values = np.empty_like(adjusted)
-    np.put_along_axis(q_values, order, adjusted, axis=-1)
-    return q_values
+    """q-values of the p-values along the last axis (Benjamini-Hochberg, as scipy computes them)."""
+    from scipy.stats import false_discovery_control
+
+    return false_discovery_control(p_values, axis=-1, method="bh")
 
 
 def match_jaspar(patterns: list[Pattern], motifs: dict[str, Motif]) -> pd.DataFrame:
@@ -206,12 +201,6 @@ def write_motif_table(path: str | Path, table: pd.DataFrame) -> None:
 LOGO_ROWS = 10  # motifs drawn in the logos figure, by rank
 
 
-def information_content(probabilities: np.ndarray) -> np.ndarray:
-    """[W, 4] base probabilities -> [W, 4] letter heights in bits (a classic sequence logo)."""
-    bits = 2 + (probabilities * np.log2(np.clip(probabilities, 1e-9, 1))).sum(axis=1, keepdims=True)
-    return probabilities * bits
-
-
 def plot_logos(path: str | Path, table: pd.DataFrame, patterns: list[Pattern], motifs: dict[str, Motif], title: str):
     """Each motif's contribution logo (its lead pattern's CWM) beside its best JASPAR match, by rank."""
     import logomaker
@@ -238,9 +227,10 @@ def plot_logos(path: str | Path, table: pd.DataFrame, patterns: list[Pattern], m
         match = by_id[row.matrix_id]
         # Drawn on the strand Tomtom matched, so that the two logos read alike.
         probabilities = match.probabilities[::-1, ::-1] if row.strand == 1 else match.probabilities
-        logomaker.Logo(
-            pd.DataFrame(information_content(probabilities), columns=list(ALPHABET)), ax=right, show_spines=False
+        bits = logomaker.transform_matrix(
+            pd.DataFrame(probabilities, columns=list(ALPHABET)), from_type="probability", to_type="information"
         )
+        logomaker.Logo(bits, ax=right, show_spines=False)
         right.set_ylim(0, 2)
         verdict = "match" if row.q_value < Q_VALUE else "no significant match; nearest"
         strand = " (rev. comp.)" if row.strand == 1 else ""
