@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from epiformer.batches import PairBatches
-from epiformer.configs import ATTENTIONS, INPUTS, ModelConfig, TrainConfig
+from epiformer.configs import ATTENTIONS, INPUTS, POOLS, STEMS, ModelConfig, TrainConfig
 from epiformer.constants import BASELINES
 from epiformer.demo import DemoSpec
 from epiformer.demo_long import LongDemoSpec
@@ -45,8 +45,10 @@ def schema_defaults(block: dict) -> dict:
 def test_model_defaults_are_the_schema_defaults():
     schema = schema_defaults(SCHEMA["models"]["additionalProperties"])
     fields = {field.name: field.default for field in dataclasses.fields(ModelConfig)}
-    # attention is required in the config; input falls back to windows.input
-    assert set(schema) - {"pooled"} == set(fields) - {"attention", "input"}
+    # attention is required in the config; input falls back to windows.input; stem and pool have no
+    # schema default, so that adding them left every trained model's settings (and results) as they were
+    assert set(schema) - {"pooled"} == set(fields) - {"attention", "input", "stem", "pool"}
+    assert (fields["stem"], fields["pool"]) == (STEMS[0], POOLS[0]) == ("linear", "mean")  # M7
     assert {key: fields[key] for key in schema if key != "pooled"} == {k: v for k, v in schema.items() if k != "pooled"}
     assert fields["input"] == SCHEMA["windows"]["properties"]["input"]["default"]
 
@@ -82,6 +84,8 @@ def test_schema_choices_are_the_package_constants():
     assert tuple(SCHEMA["models"]["additionalProperties"]["properties"]["attention"]["enum"]) == ATTENTIONS
     assert tuple(SCHEMA["models"]["additionalProperties"]["properties"]["input"]["enum"]) == INPUTS
     assert tuple(SCHEMA["windows"]["properties"]["input"]["enum"]) == INPUTS
+    assert tuple(SCHEMA["models"]["additionalProperties"]["properties"]["stem"]["enum"]) == STEMS
+    assert tuple(SCHEMA["models"]["additionalProperties"]["properties"]["pool"]["enum"]) == POOLS
 
 
 def test_documented_config_sets_every_schema_key():

@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -13,15 +15,18 @@ def one_hot(batch, length, seed):
     return torch.nn.functional.one_hot(torch.randint(0, 4, (batch, length), generator=generator), 4).float()
 
 
+READOUTS = [("linear", "mean"), ("conv", "max"), ("conv", "mean"), ("linear", "max")]  # (stem, pool); M7 first
+
+
+@pytest.mark.parametrize("stem, pool", READOUTS)
 @pytest.mark.parametrize("attention", ["linear", "softmax"])
 @pytest.mark.parametrize("patch, kernel", [(1, 1), (4, 12), (3, 4)])
-def test_output_does_not_change_when_padding_is_added(attention, patch, kernel):
+def test_output_does_not_change_when_padding_is_added(attention, patch, kernel, stem, pool):
     torch.manual_seed(0)
-    model = EPITransformer(
-        ModelConfig(
-            attention=attention, d_model=16, n_heads=2, d_ff=32, patch_size=patch, kernel_size=kernel, dropout=0.0
-        )
-    ).eval()
+    config = ModelConfig(
+        attention=attention, d_model=16, n_heads=2, d_ff=32, patch_size=patch, kernel_size=kernel, dropout=0.0
+    )
+    model = EPITransformer(replace(config, stem=stem, pool=pool)).eval()
     enhancer, promoter = one_hot(1, 24, 1), one_hot(1, 18, 2)
     alone = model(enhancer, promoter)
     padded_e = torch.cat([enhancer, one_hot(1, 12, 3)], dim=1)  # garbage bases behind the mask
@@ -81,6 +86,10 @@ def test_config_rejects_impossible_shapes():
         ModelConfig(patch_size=4, kernel_size=2)
     with pytest.raises(ValueError, match="attention"):
         ModelConfig(attention="performer")
+    with pytest.raises(ValueError, match="stem must be one of linear, conv"):
+        ModelConfig(stem="cnn")
+    with pytest.raises(ValueError, match="pool must be one of mean, max"):
+        ModelConfig(pool="sum")
 
 
 def test_distance_features_are_centred_log_distance_and_an_across_chromosome_flag():
@@ -105,12 +114,12 @@ def test_a_distance_aware_model_reads_the_distance_and_a_sequence_only_model_ign
     assert count_parameters(aware) - count_parameters(blind) == 2 * 16 + 2 + 1
 
 
-def span_model(attention="linear", patch=4, kernel=8, seed=0):
+def span_model(attention="linear", patch=4, kernel=8, seed=0, stem="linear", pool="mean"):
     torch.manual_seed(seed)
     config = ModelConfig(
         attention=attention, input="span", d_model=16, n_heads=2, d_ff=32, patch_size=patch, kernel_size=kernel
     )
-    return EPITransformer(config).eval()
+    return EPITransformer(replace(config, stem=stem, pool=pool)).eval()
 
 
 def span_input(length, seed, first_end, second_start):
@@ -120,9 +129,10 @@ def span_input(length, seed, first_end, second_start):
     return one_hot(1, length, seed), segment, torch.ones(1, length, dtype=torch.bool)
 
 
+@pytest.mark.parametrize("stem, pool", READOUTS[:2])
 @pytest.mark.parametrize("attention", ["linear", "softmax"])
-def test_a_span_padded_in_a_batch_of_longer_spans_scores_as_alone(attention):
-    model = span_model(attention)
+def test_a_span_padded_in_a_batch_of_longer_spans_scores_as_alone(attention, stem, pool):
+    model = span_model(attention, stem=stem, pool=pool)
     short, long = span_input(37, 1, 8, 29), span_input(64, 2, 8, 52)
     alone = model(span=short[0], segment=short[1], span_valid=short[2])
     padded = [
@@ -136,8 +146,9 @@ def test_a_span_padded_in_a_batch_of_longer_spans_scores_as_alone(attention):
     )
 
 
-def test_an_assembly_gap_is_neither_attended_nor_pooled_but_keeps_its_place():
-    model = span_model()
+@pytest.mark.parametrize("stem, pool", READOUTS[:2])
+def test_an_assembly_gap_is_neither_attended_nor_pooled_but_keeps_its_place(stem, pool):
+    model = span_model(stem=stem, pool=pool)
     span, segment, valid = span_input(40, 3, 8, 32)
     gap = torch.zeros(1, 16, 4)  # N bases: all-zero rows, not valid
     with_gap = torch.cat([span[:, :20], gap, span[:, 20:]], dim=1)
@@ -157,6 +168,54 @@ def test_an_assembly_gap_is_neither_attended_nor_pooled_but_keeps_its_place():
     torch.testing.assert_close(
         model(span=garbage, segment=gap_segment, span_valid=gap_valid), inside, atol=1e-5, rtol=1e-5
     )
+
+
+def test_the_conv_stem_is_the_largest_relu_filter_response_within_each_patch():
+    """Checked against the definition, base by base: filter k bases centred on each base, ReLU, max per patch."""
+    torch.manual_seed(0)
+    patch, kernel, length = 4, 5, 14  # 14 bases: the last patch is half padding (read as N)
+    model = EPITransformer(ModelConfig(d_model=8, n_heads=2, patch_size=patch, kernel_size=kernel, stem="conv"))
+    onehot, valid = one_hot(1, length, 3), torch.ones(1, length, dtype=torch.bool)
+    tokens, token_valid = model.tokenizer(onehot, valid)
+    weight, bias = model.tokenizer.project.weight, model.tokenizer.project.bias  # (D, 4, k), (D,)
+    left = (kernel - 1) // 2
+    bases = torch.nn.functional.pad(onehot[0], (0, 0, left, kernel - 1 - left + (-length % patch)))  # N beyond the ends
+    response = torch.stack(
+        [torch.relu((weight * bases[b : b + kernel].T[None]).sum(dim=(1, 2)) + bias) for b in range(16)]
+    )  # (bases, D)
+    expected = response.view(4, patch, -1).amax(dim=1)
+    torch.testing.assert_close(tokens[0], expected)
+    assert token_valid.tolist() == [[True] * 4]
+    # The stem sees a site wherever it lies in the patch: a filter that is the site scores it as its maximum.
+    site = torch.zeros(1, 12, 4)
+    for offset in range(patch):
+        site.zero_()
+        site[0, 4 + offset, 2] = 1.0  # one G, in the second patch
+        with torch.no_grad():
+            model.tokenizer.project.weight.zero_()
+            model.tokenizer.project.weight[0, 2, left] = 1.0  # channel 0 fires on a G at the centre
+            model.tokenizer.project.bias.zero_()
+        out, _ = model.tokenizer(site, torch.ones(1, 12, dtype=torch.bool))
+        assert out[0, :, 0].tolist() == [0.0, 1.0, 0.0]
+
+
+def test_max_pooling_takes_each_channel_largest_value_over_valid_tokens_only():
+    model = span_model(pool="max")
+    tokens = torch.tensor([[[1.0, -5.0], [3.0, -2.0], [9.0, 9.0]], [[-1.0, 0.5], [0.0, 0.0], [0.0, 0.0]]])
+    valid = torch.tensor([[True, True, False], [True, False, False]])
+    torch.testing.assert_close(model.pool(tokens, valid), torch.tensor([[3.0, -2.0], [-1.0, 0.5]]))
+    # Against the mean, one site's value does not shrink as the span grows.
+    for length in (4, 4000):
+        x = torch.zeros(1, length, 2)
+        x[0, 0, 1] = 10.0
+        every = torch.ones(1, length, dtype=torch.bool)
+        assert model.pool(x, every)[0, 1] == 10.0
+        torch.testing.assert_close(span_model().pool(x, every)[0, 1], torch.tensor(10.0 / length))
+    # A row without a valid token pools to zeros, not -inf, and passes gradients back without NaN.
+    tokens.requires_grad_(True)
+    empty = model.pool(tokens, torch.zeros(2, 3, dtype=torch.bool))
+    empty.sum().backward()
+    assert torch.equal(empty, torch.zeros(2, 2)) and not tokens.grad.isnan().any()
 
 
 def test_a_span_model_embeds_three_segments_and_reads_them():

@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass
 
 ATTENTIONS = ("linear", "softmax")
 INPUTS = ("elements", "span")  # the two element windows, or one sequence from the first to the second
+STEMS = ("linear", "conv")  # how bases become tokens: M7's linear projection, or filters, ReLU and a max per patch
+POOLS = ("mean", "max")  # how tokens become one vector: M7's mean over valid tokens, or each channel's maximum
 
 
 @dataclass
@@ -28,12 +30,18 @@ class ModelConfig:
     dropout: float = 0.1
     distance: bool = False  # join the pair's log genomic distance to the pooled sequence representation
     input: str = "elements"  # "elements" (two windows) or "span" (everything from one window to the other)
+    stem: str = "linear"  # "linear" (M7) or "conv": kernel_size-wide filters, ReLU, the largest value in each patch
+    pool: str = "mean"  # "mean" (M7) or "max" over valid tokens
 
     def __post_init__(self):
         if self.attention not in ATTENTIONS:
             raise ValueError(f"attention must be one of {', '.join(ATTENTIONS)}, not {self.attention!r}")
         if self.input not in INPUTS:
             raise ValueError(f"input must be one of {', '.join(INPUTS)}, not {self.input!r}")
+        if self.stem not in STEMS:
+            raise ValueError(f"stem must be one of {', '.join(STEMS)}, not {self.stem!r}")
+        if self.pool not in POOLS:
+            raise ValueError(f"pool must be one of {', '.join(POOLS)}, not {self.pool!r}")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         if self.kernel_size < self.patch_size:

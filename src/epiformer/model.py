@@ -19,8 +19,11 @@ window centres for elements, the span length for spans; -1 across chromosomes). 
 one logit per pair, [B].
 
 Tokens are a linear projection of `kernel_size` bases taken every `patch_size` bases (a
-strided convolution with no nonlinearity; 1/1 = one token per base). Pre-norm blocks,
-final LayerNorm, mean pooling over valid tokens only, and a small head. A distance-aware
+strided convolution with no nonlinearity; 1/1 = one token per base), or with `stem: conv`
+the largest ReLU response of `kernel_size`-wide filters within each patch. Pre-norm blocks,
+final LayerNorm, mean pooling over valid tokens only (with `pool: max`, each channel's
+largest value over them), and a small head. M7 is the linear stem and the mean; the other
+two choices exist for spans, where a mean over thousands of tokens drowns a few sites. A distance-aware
 model joins `distance_features` (log distance, and whether the pair is across chromosomes)
 to the pooled representation before the head: genomic distance is the strongest single
 predictor of enhancer-promoter contact, and the sequence cannot tell it; a linear term of
@@ -63,12 +66,20 @@ def distance_features(distance: torch.Tensor) -> torch.Tensor:
 
 
 class Tokenizer(nn.Module):
-    """One-hot bases -> tokens: a linear projection of k-mers every p bases."""
+    """One-hot bases -> tokens, one every p bases.
+
+    `stem: linear` (M7): a linear projection of the k bases around each patch (a strided
+    convolution, no nonlinearity). `stem: conv`: k-wide filters at every base, ReLU, and each
+    channel's largest value within the patch, as the stems of Basenji, Enformer and Borzoi do
+    in their first layer: a site anywhere in the patch lights its channel whatever its offset,
+    which a linear projection of the patch cannot do (docs/demo_long.md, "Finding the insulator").
+    """
 
     def __init__(self, config: ModelConfig):
         super().__init__()
-        self.patch, self.kernel = config.patch_size, config.kernel_size
-        self.project = nn.Conv1d(4, config.d_model, config.kernel_size, stride=config.patch_size)
+        self.patch, self.kernel, self.stem = config.patch_size, config.kernel_size, config.stem
+        stride = self.patch if self.stem == "linear" else 1
+        self.project = nn.Conv1d(4, config.d_model, config.kernel_size, stride=stride)
 
     def forward(self, onehot: torch.Tensor, valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """[B, L, 4], bool [B, L] -> tokens [B, T, D], bool valid tokens [B, T], T = ceil(L / p)."""
@@ -76,11 +87,15 @@ class Tokenizer(nn.Module):
         tail = -length % self.patch
         onehot = F.pad(onehot * valid[..., None], (0, 0, 0, tail))  # padding bases read as N
         valid = F.pad(valid, (0, tail))
-        left = (self.kernel - self.patch) // 2
-        x = F.pad(onehot.transpose(1, 2), (left, self.kernel - self.patch - left))  # (B, 4, L')
-        tokens = self.project(x).transpose(1, 2)  # (B, T, D)
         token_valid = valid.view(batch, -1, self.patch).any(dim=-1)  # (B, T)
-        return tokens, token_valid
+        if self.stem == "linear":
+            left = (self.kernel - self.patch) // 2
+            x = F.pad(onehot.transpose(1, 2), (left, self.kernel - self.patch - left))  # (B, 4, L')
+            return self.project(x).transpose(1, 2), token_valid  # (B, T, D)
+        left = (self.kernel - 1) // 2
+        x = F.pad(onehot.transpose(1, 2), (left, self.kernel - 1 - left))  # (B, 4, L + tail + k - 1)
+        per_base = torch.relu(self.project(x))  # (B, D, L + tail): one value per base
+        return F.max_pool1d(per_base, self.patch).transpose(1, 2), token_valid  # (B, T, D)
 
 
 class Attention(nn.Module):
@@ -174,7 +189,10 @@ class EPITransformer(nn.Module):
         return self.head(pooled).squeeze(-1)
 
     def pool(self, x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
-        """[B, T, D] -> [B, D]: the mean over valid tokens only."""
+        """[B, T, D] -> [B, D]: the mean (or, with pool: max, the largest value) over valid tokens only."""
+        if self.config.pool == "max":
+            pooled = x.masked_fill(~valid[..., None], float("-inf")).amax(dim=1)
+            return pooled.masked_fill(~valid.any(dim=1, keepdim=True), 0.0)  # no valid token: zeros, not -inf
         weights = valid[..., None].to(x.dtype)
         return (x * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1)
 

@@ -241,6 +241,7 @@ def plot_cost(summary_tsv: str | Path, out_png: str | Path) -> None:
     fig, axes = plt.subplots(1, max(1, len(cells)), figsize=(7.5 * max(1, len(cells)), 4.8), squeeze=False)
     for ax, cell in zip(axes[0], cells):
         part = table[table["cell_line"] == cell]
+        labelled = []  # (log10 minutes, AUROC) of the points labelled so far
         for entry in part.itertuples():
             ax.errorbar(
                 entry.train_seconds / 60,
@@ -253,7 +254,13 @@ def plot_cost(summary_tsv: str | Path, out_png: str | Path) -> None:
             label = entry.model
             if getattr(entry, "epochs_trained", None) is not None and entry.epochs_trained == entry.epochs_trained:
                 label += f" ({entry.epochs_trained:.3g} epochs)"  # fewer when the time budget stopped it
-            ax.annotate(label, (entry.train_seconds / 60, entry.auroc), textcoords="offset points", xytext=(6, 4))
+            here = (np.log10(max(entry.train_seconds, 1e-3) / 60), entry.auroc)
+            # Models that cost and score alike would print their labels on top of each other: stack them.
+            crowd = sum(abs(here[0] - x) < 0.6 and abs(here[1] - y) < 0.04 for x, y in labelled)
+            labelled.append(here)
+            ax.annotate(
+                label, (entry.train_seconds / 60, entry.auroc), textcoords="offset points", xytext=(6, 4 - 13 * crowd)
+            )
         for column, style, label in (
             ("oracle_auroc", "--", "oracle (true probabilities)"),
             ("element_ceiling_auroc", ":", "best from the element windows"),
