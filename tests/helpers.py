@@ -57,6 +57,17 @@ def tiny_config() -> dict:
     return config
 
 
+def per_cell_and_pooled_config() -> dict:
+    """tiny_config with one per-cell and one pooled M7, and only the distance baseline (scoring rules skip pooled)."""
+    config = tiny_config()
+    config["models"] = {
+        "linear": {"attention": "linear", **TINY_MODEL},
+        "linear_pooled": {"attention": "linear", **TINY_MODEL, "pooled": True},
+    }
+    config["baselines"]["names"] = ["distance"]
+    return config
+
+
 def write_config(folder: Path, config: dict) -> Path:
     """A user's config/ in `folder`: `config` as config.yaml beside the checkout's sample sheet."""
     (folder / "config").mkdir(parents=True, exist_ok=True)

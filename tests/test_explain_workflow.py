@@ -14,26 +14,20 @@ from epiformer.constants import ELEMENTS
 from epiformer.fileio import read_windows
 from epiformer.motif_discovery import COLUMNS
 from tests.helpers import (
-    TINY_MODEL,
     copy_workflow,
     job_counts,
+    per_cell_and_pooled_config,
     report_results,
     require_bedtools,
     run_workflow,
     snakemake,
 )
-from tests.helpers import tiny_config as base_config
 
 
 @pytest.fixture(scope="module")
 def explain_run(tmp_path_factory):
     require_bedtools()
-    config = base_config()
-    config["models"] = {
-        "linear": {"attention": "linear", **TINY_MODEL},
-        "linear_pooled": {"attention": "linear", **TINY_MODEL, "pooled": True},
-    }
-    config["baselines"]["names"] = ["distance"]
+    config = per_cell_and_pooled_config()
     config["explain"] = {"top_pairs": 40, "ism_pairs": 4, "modisco": {"max_seqlets": 500, "leiden_runs": 2}}
     folder = copy_workflow(tmp_path_factory.mktemp("explain_workflow"), config)
     planned = snakemake(folder, "-n", "explain")

@@ -6,7 +6,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.helpers import TINY_MODEL, copy_workflow, job_counts, require_bedtools, run_workflow, snakemake, tiny_config
+from tests.helpers import (
+    copy_workflow,
+    job_counts,
+    per_cell_and_pooled_config,
+    require_bedtools,
+    run_workflow,
+    snakemake,
+)
 
 
 def read_fasta(path) -> dict[str, str]:
@@ -53,12 +60,7 @@ def demo_vcf(folder) -> list[str]:
 @pytest.fixture(scope="module")
 def variants_run(tmp_path_factory):
     require_bedtools()
-    config = tiny_config()
-    config["models"] = {
-        "linear": {"attention": "linear", **TINY_MODEL},
-        "linear_pooled": {"attention": "linear", **TINY_MODEL, "pooled": True},
-    }
-    config["baselines"]["names"] = ["distance"]
+    config = per_cell_and_pooled_config()
     folder = copy_workflow(tmp_path_factory.mktemp("variants_workflow"), config)
     run_workflow(folder, "resources/demo/genome.fa")  # the demo, to write a VCF of its genome
     records = demo_vcf(folder)
