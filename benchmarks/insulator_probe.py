@@ -9,7 +9,7 @@ balanced and the elements tell nothing), and prints validation AUROC after each 
 - `m7-mean`, `m7-max`: the span model of config/demo_long.yaml (d_model 32, 2 layers, 4 heads,
   4-bp patches) with `pool: mean` (M7) or `pool: max`, AdamW at `--lr`, batches of
   `--max-tokens` model tokens, the workflow's augmentation (shift, reverse complement);
-- `m7conv-mean`, `m7conv-max`: the same model with a convolutional stem in place of its linear
+- `m7conv-mean`, `m7conv-max`: the same model with `stem: conv` in place of its linear
   tokenizer: 19-bp filters (a CTCF site), ReLU, the largest value in each 4-bp patch (as
   Enformer's and Borzoi's stems do, in one layer);
 - `cnn-mean`, `cnn-max`: 16 filters 19 bp wide (a CTCF site), ReLU, mean or max over the span,
@@ -42,11 +42,13 @@ SPAN_MODEL = dict(
     attention="linear", input="span", d_model=32, n_layers=2, n_heads=4, d_ff=64, patch_size=4, kernel_size=12
 )
 
+SITE_WIDTH = 19  # bases of a CTCF site (JASPAR MA0139.1): the conv stem's filter width
+
 
 class SiteCNN(nn.Module):
     """One convolution the width of a CTCF site, ReLU, pooled over the valid bases, one output."""
 
-    def __init__(self, pool: str, filters: int = 16, width: int = 19):
+    def __init__(self, pool: str, filters: int = 16, width: int = SITE_WIDTH):
         super().__init__()
         self.pool, self.width = pool, width
         self.conv, self.out = nn.Conv1d(4, filters, width), nn.Linear(filters, 1)
@@ -61,40 +63,14 @@ class SiteCNN(nn.Module):
         return self.out(pooled).squeeze(-1)
 
 
-class MaxPooled(EPITransformer):
-    """M7 whose head reads each channel's largest value over the valid tokens instead of their mean."""
-
-    def pool(self, x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
-        return x.masked_fill(~valid[..., None], float("-inf")).amax(dim=1)
-
-
-class ConvStem(nn.Module):
-    """Tokens from a nonlinear stem: filters `width` bases wide, ReLU, the largest value in each patch."""
-
-    def __init__(self, d_model: int, patch: int, width: int = 19):
-        super().__init__()
-        self.patch = patch
-        self.conv = nn.Conv1d(4, d_model, width, padding=width // 2)
-
-    def forward(self, onehot: torch.Tensor, valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        batch, length, _ = onehot.shape
-        tail = -length % self.patch
-        onehot = F.pad(onehot * valid[..., None], (0, 0, 0, tail))
-        valid = F.pad(valid, (0, tail))
-        h = torch.relu(self.conv(onehot.transpose(1, 2)))  # (B, D, L')
-        tokens = F.max_pool1d(h, self.patch).transpose(1, 2)  # (B, T, D)
-        return tokens, valid.view(batch, -1, self.patch).any(dim=-1)
-
-
 def build(name: str, kernel_size: int) -> tuple[nn.Module, int]:
     """The model and its patch size (what the token budget counts in)."""
     kind, pool = name.split("-")
     if kind in ("m7", "m7conv"):
-        config = ModelConfig(**{**SPAN_MODEL, "kernel_size": kernel_size}, dropout=0.0)
-        model = MaxPooled(config) if pool == "max" else EPITransformer(config)
-        if kind == "m7conv":
-            model.tokenizer = ConvStem(config.d_model, config.patch_size)
-        return model, SPAN_MODEL["patch_size"]
+        stem = "conv" if kind == "m7conv" else "linear"
+        width = SITE_WIDTH if stem == "conv" else kernel_size
+        config = ModelConfig(**{**SPAN_MODEL, "kernel_size": width}, dropout=0.0, stem=stem, pool=pool)
+        return EPITransformer(config), SPAN_MODEL["patch_size"]
     return SiteCNN(pool), 1
 
 
