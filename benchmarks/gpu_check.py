@@ -7,9 +7,10 @@
 4. demo training on CUDA (bf16 autocast) from already-encoded shard folders, with test AUROC
    and tokens/s per model;
 5. span training at 20k-100k tokens a sample (`--span-tokens`): optimiser steps of the long
-   demo's span model (d_model 32, 2 layers, 4 heads, as in config/demo_long.yaml, but one
-   token a base) on one span a step, linear against softmax, bf16 autocast: tokens/s and peak
-   GPU memory, or the error where softmax runs out of memory.
+   demo's span model (`models.linear_span` of config/demo_long.yaml, read from there: conv
+   stem, max pooling, 4-bp patches, so 100k tokens are a 400 kb span) on one span a step,
+   linear against softmax, bf16 autocast: tokens/s and peak GPU memory, or the error where
+   softmax runs out of memory.
 Usage (shards made here by `make demo`, copied beside the checkout):
     PYTHONPATH=src python3 benchmarks/gpu_check.py --shards results/demo_a/shards results/demo_b/shards --out OUT
 Only the span measurement (also on the CPU, at small sizes, to check the code):
@@ -26,6 +27,7 @@ import time
 from pathlib import Path
 
 import torch
+import yaml
 from sklearn.metrics import roc_auc_score
 
 from epiformer.inference import load_trained_model, predict_split
@@ -73,7 +75,13 @@ def default_config_throughput(compiled: bool, steps: int = 20, device: str = "cu
     return tokens * steps / (time.perf_counter() - started)
 
 
-SPAN_MODEL = dict(d_model=32, n_layers=2, n_heads=4, d_ff=64, patch_size=1, kernel_size=1, dropout=0.0, input="span")
+LONG_DEMO_CONFIG = Path(__file__).resolve().parents[1] / "config" / "demo_long.yaml"
+
+
+def long_demo_span_model() -> dict:
+    """`models.linear_span` of config/demo_long.yaml, less its attention (both are measured)."""
+    entry = yaml.safe_load(LONG_DEMO_CONFIG.read_text())["models"]["linear_span"]
+    return {key: value for key, value in entry.items() if key not in ("attention", "pooled")}
 
 
 def span_training_throughput(attention: str, tokens: int, steps: int = 5, device: str = "cuda") -> dict:
@@ -87,12 +95,14 @@ def span_training_throughput(attention: str, tokens: int, steps: int = 5, device
     if cuda:
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
-    model = EPITransformer(ModelConfig(attention=attention, **SPAN_MODEL)).to(device)
+    config = ModelConfig(attention=attention, **long_demo_span_model())
+    model = EPITransformer(config).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    span = torch.nn.functional.one_hot(torch.randint(0, 4, (1, tokens), device=device), 4).float()
-    segment = torch.full((1, tokens), SEGMENT_IDS["between"], device=device)
+    bases = tokens * config.patch_size
+    span = torch.nn.functional.one_hot(torch.randint(0, 4, (1, bases), device=device), 4).float()
+    segment = torch.full((1, bases), SEGMENT_IDS["between"], device=device)
     segment[:, :256], segment[:, -256:] = SEGMENT_IDS["enhancer"], SEGMENT_IDS["promoter"]
-    valid = torch.ones(1, tokens, dtype=torch.bool, device=device)
+    valid = torch.ones(1, bases, dtype=torch.bool, device=device)
 
     def step() -> None:
         with mixed_precision(device):
