@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 import torch
-import yaml
+from long_demo_run import span_model_settings
 from sklearn.metrics import roc_auc_score
 
 from epiformer.inference import load_trained_model, predict_split
@@ -75,15 +75,6 @@ def default_config_throughput(compiled: bool, steps: int = 20, device: str = "cu
     return tokens * steps / (time.perf_counter() - started)
 
 
-LONG_DEMO_CONFIG = Path(__file__).resolve().parents[1] / "config" / "demo_long.yaml"
-
-
-def long_demo_span_model() -> dict:
-    """`models.linear_span` of config/demo_long.yaml, less its attention (both are measured)."""
-    entry = yaml.safe_load(LONG_DEMO_CONFIG.read_text())["models"]["linear_span"]
-    return {key: value for key, value in entry.items() if key not in ("attention", "pooled")}
-
-
 def span_training_throughput(attention: str, tokens: int, steps: int = 5, device: str = "cuda") -> dict:
     """Tokens/s and peak memory of optimiser steps on one span of `tokens` tokens, bf16 autocast on CUDA."""
     from epiformer.batches import SEGMENT_IDS
@@ -95,7 +86,7 @@ def span_training_throughput(attention: str, tokens: int, steps: int = 5, device
     if cuda:
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
-    config = ModelConfig(attention=attention, **long_demo_span_model())
+    config = ModelConfig(attention=attention, **span_model_settings())  # both attentions are measured
     model = EPITransformer(config).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     bases = tokens * config.patch_size

@@ -30,6 +30,7 @@ import pandas as pd
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from long_demo_run import RUN, results_dir, span_model_settings, truth_path
 from sklearn.metrics import roc_auc_score
 
 from epiformer.batches import SpanBatches
@@ -37,10 +38,7 @@ from epiformer.configs import ModelConfig
 from epiformer.model import EPITransformer
 from epiformer.shards import load_split
 
-RUN = Path("runs/demo-long")
-SPAN_MODEL = dict(
-    attention="linear", input="span", d_model=32, n_layers=2, n_heads=4, d_ff=64, patch_size=4, kernel_size=12
-)
+M7_KERNEL = 12  # bases per token of M7's linear stem, as config/config.yaml's models read them
 
 SITE_WIDTH = 19  # bases of a CTCF site (JASPAR MA0139.1): the conv stem's filter width
 
@@ -69,8 +67,9 @@ def build(name: str, kernel_size: int) -> tuple[nn.Module, int]:
     if kind in ("m7", "m7conv"):
         stem = "conv" if kind == "m7conv" else "linear"
         width = SITE_WIDTH if stem == "conv" else kernel_size
-        config = ModelConfig(**{**SPAN_MODEL, "kernel_size": width}, dropout=0.0, stem=stem, pool=pool)
-        return EPITransformer(config), SPAN_MODEL["patch_size"]
+        settings = {**span_model_settings(), "kernel_size": width, "stem": stem, "pool": pool}
+        config = ModelConfig(attention="linear", **settings)
+        return EPITransformer(config), config.patch_size
     return SiteCNN(pool), 1
 
 
@@ -124,15 +123,15 @@ def probe(name: str, train, val, args) -> list[tuple[int, float, float]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--shards", type=Path, default=RUN / "results/demo_long/span_shards")
-    parser.add_argument("--truth", type=Path, default=RUN / "resources/demo_long/demo_long.truth.tsv")
+    parser.add_argument("--shards", type=Path, default=results_dir(RUN) / "span_shards")
+    parser.add_argument("--truth", type=Path, default=truth_path(RUN))
     parser.add_argument(
         "--models", nargs="+", default=["m7-mean", "m7-max", "m7conv-mean", "m7conv-max", "cnn-mean", "cnn-max"]
     )
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--max-tokens", type=int, default=16384)
-    parser.add_argument("--kernel-size", type=int, default=SPAN_MODEL["kernel_size"], help="M7's bases per token")
+    parser.add_argument("--kernel-size", type=int, default=M7_KERNEL, help="M7's bases per token")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()

@@ -15,7 +15,7 @@ Then two what-ifs on the same scores: the AUROC if insulated partner pairs were 
 last (a perfect insulator), and if hard negatives were (a perfect grammar). The oracle's
 row shows what the what-ifs themselves cost it (they rank 0.05-probability pairs last). Usage, after
 `make demo-long`:
-    python benchmarks/long_demo_breakdown.py [--run runs/demo-long] [--split test]
+    python benchmarks/long_demo_breakdown.py [--run runs/demo-long]
 """
 
 from __future__ import annotations
@@ -25,9 +25,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from long_demo_run import RUN, results_dir, truth_path
 from sklearn.metrics import roc_auc_score
-
-CELL = "demo_long"
 
 
 def auroc(positive: pd.Series, score: pd.Series) -> float:
@@ -56,18 +55,19 @@ def breakdown(pairs: pd.DataFrame) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--run", type=Path, default=Path("runs/demo-long"), help="where make demo-long ran")
+    parser.add_argument("--run", type=Path, default=RUN, help="where make demo-long ran")
     args = parser.parse_args()
-    truth_path = args.run / f"resources/{CELL}/{CELL}.truth.tsv"
-    model_dirs = sorted(path.parent for path in (args.run / "results" / CELL).glob("*/predictions.tsv"))
-    if not truth_path.exists() or not model_dirs:
+    truth_file = truth_path(args.run)
+    model_dirs = sorted(path.parent for path in results_dir(args.run).glob("*/predictions.tsv"))
+    if not truth_file.exists() or not model_dirs:
         raise SystemExit(f"{args.run}: no long-demo truth or predictions; run `make demo-long` first (or give --run).")
-    truth = pd.read_csv(truth_path, sep="\t")
+    truth = pd.read_csv(truth_file, sep="\t")
     rows = {}
     for model_dir in model_dirs:
         scores = pd.read_csv(model_dir / "predictions.tsv", sep="\t")
         predictions = scores.merge(truth.drop(columns="label"), on="pair_id")
         rows[model_dir.name] = breakdown(predictions)
+    # Every model scores the same test pairs, so the oracle's row is the truth's p on the last model's.
     rows["oracle"] = breakdown(predictions.assign(score=predictions.p_interact))
     table = pd.DataFrame(rows).T
     print(f"test pairs: {len(predictions)}; AUROC within the pairs each column compares (docstring)")

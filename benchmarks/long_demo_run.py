@@ -1,0 +1,31 @@
+"""What the long-demo benchmarks share: where `make demo-long` ran, and the span model it trains.
+
+Imported by the scripts beside it (run as `python benchmarks/<script>.py`, which puts this
+folder on the path).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from epiformer.demo_long import LongDemoSpec
+
+LONG_DEMO_CONFIG = Path(__file__).resolve().parents[1] / "config" / "demo_long.yaml"
+RUN = Path("runs/demo-long")  # the Makefile's LONG_RUN
+CELL = LongDemoSpec().cell
+
+
+def span_model_settings() -> dict:
+    """`models.linear_span` of config/demo_long.yaml, less its attention (the benchmarks choose it)."""
+    entry = yaml.safe_load(LONG_DEMO_CONFIG.read_text())["models"]["linear_span"]
+    return {key: value for key, value in entry.items() if key not in ("attention", "pooled")}
+
+
+def truth_path(run: Path) -> Path:
+    return run / "resources" / CELL / f"{CELL}.truth.tsv"
+
+
+def results_dir(run: Path) -> Path:
+    return run / "results" / CELL
