@@ -24,14 +24,7 @@ from epiformer.pairs import read_pairs
 from epiformer.runlog import setup_logging
 from epiformer.shards import load_split
 from epiformer.splits import SplitSpec, assign_splits
-from epiformer.train import (
-    TrainConfig,
-    budget_epochs,
-    learning_rate_factor,
-    positive_weights,
-    train_model,
-    validation_metrics,
-)
+from epiformer.train import TrainConfig, positive_weights, train_model, validation_metrics
 from epiformer.windows import WindowSpec, make_windows
 
 TINY_MODEL = ModelConfig(d_model=16, n_layers=1, n_heads=2, d_ff=32, patch_size=4, kernel_size=8, dropout=0.1)
@@ -406,37 +399,6 @@ def test_a_time_budget_stops_mid_epoch_keeps_a_model_and_says_how_far_it_got(spa
     assert again["epochs_trained"] == description["epochs_trained"]
     unlimited = train_model(span_shard_dir, SPAN_MODEL, span_config(epochs=2), tmp_path / "u", tmp_path / "ckpt-u")
     assert unlimited["epochs_trained"] == 2 and not unlimited["time_budget_reached"]
-
-
-def test_the_epochs_planned_for_a_budget_are_those_the_first_epoch_says_fit():
-    assert budget_epochs(600, 100, 10) == 6  # 6 x 100 s fit 600 s, 7 do not
-    assert budget_epochs(600, 99, 10) == 6 and budget_epochs(600, 101, 10) == 5
-    assert budget_epochs(600, 10, 10) == 10  # all fit: the schedule stays as configured
-    assert budget_epochs(600, 900, 10) == 1  # not even one more: never fewer than the one done
-    assert budget_epochs(0, 100, 10) == 10  # no budget
-
-
-def test_a_time_budget_fits_the_learning_rate_schedule_to_the_epochs_it_allows(span_shard_dir, tmp_path):
-    timing = train_model(span_shard_dir, SPAN_MODEL, span_config(epochs=1), tmp_path / "t", tmp_path / "ckpt-t")
-    first_epoch = timing["train_seconds"]
-    # Room for about 2.9 epochs at that pace: 2 planned, with most of an epoch to spare for a slower one.
-    config = span_config(epochs=6, max_minutes=2.9 * first_epoch / 60)
-    description = train_model(span_shard_dir, SPAN_MODEL, config, tmp_path / "m", tmp_path / "ckpt")
-    log = pd.read_csv(tmp_path / "m" / "train_log.tsv", sep="\t")
-    planned = description["epochs_planned"]
-    assert planned == budget_epochs(config.max_minutes * 60, log["seconds"].iloc[0], 6) and 1 <= planned < 6
-    if not description["time_budget_reached"]:  # the plan, not the budget, ended it: the rate decayed to zero
-        assert len(log) == planned and log["learning_rate"].iloc[-1] == pytest.approx(0.0, abs=1e-9)
-    assert log["learning_rate"].is_monotonic_decreasing
-    unplanned = span_config(epochs=6)  # the same schedule without a budget is still high after those epochs
-    steps = len(SpanBatches(load_split(span_shard_dir, "train"), unplanned.max_tokens_per_batch, SPAN_MODEL.patch_size))
-    assert learning_rate_factor(steps * planned, int(steps * 6 * unplanned.warmup_fraction), steps * 6) > 0.2
-    # The plan is in the checkpoint: a re-run resumes with it and trains no further.
-    checkpoint = torch.load(tmp_path / "ckpt" / "last.pt", weights_only=True)
-    assert checkpoint["planned_epochs"] == planned
-    assert checkpoint["scheduler"]["lr_lambdas"][0]["total"] == steps * planned
-    again = train_model(span_shard_dir, SPAN_MODEL, config, tmp_path / "again", tmp_path / "ckpt")
-    assert again["epochs_planned"] == planned and again["epochs_trained"] == description["epochs_trained"]
 
 
 def test_a_budget_spent_on_an_epochs_last_batch_ends_training_and_says_so(span_shard_dir, tmp_path):

@@ -76,7 +76,7 @@ class TrainConfig:
     patience: int = 0  # epochs without a better validation AUPRC before stopping; 0 never stops early
     devices: int = 1  # data-parallel processes (DDP); batch_size is the global batch
     max_tokens_per_batch: int = 16384  # span models: model tokens in each process's batch, padding included
-    max_minutes: float = 0.0  # time budget; the schedule fits the epochs that fit; when spent, the best is kept
+    max_minutes: float = 0.0  # training time budget; when spent, mid-epoch if need be, the best epoch so far is kept
     checkpoint_minutes: float = 10.0  # also checkpoint within an epoch this often (0: at epoch ends only)
 
     @property

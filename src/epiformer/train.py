@@ -111,33 +111,6 @@ def learning_rate_factor(step: int, warmup: int, total: int) -> float:
     return 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
 
 
-class Schedule:
-    """The learning-rate factor of step s: warm-up, then cosine decay to zero at step `total`.
-
-    An object, not a closure, so that `total` can be re-planned (`budget_epochs`) and the
-    scheduler's state_dict, which keeps a callable object's attributes, saves and restores it.
-    """
-
-    def __init__(self, warmup: int, total: int):
-        self.warmup, self.total = warmup, total
-
-    def __call__(self, step: int) -> float:
-        return learning_rate_factor(step, self.warmup, self.total)
-
-
-def budget_epochs(budget_seconds: float, first_epoch_seconds: float, epochs: int) -> int:
-    """How many epochs the schedule should plan for, once the first epoch is timed.
-
-    Cut off by a time budget, a schedule planned for `epochs` would stop with its learning rate
-    still high; planned for the epochs that fit, it decays to zero as the budget runs out, which
-    trains better in the same time (Li, Yumer and Ramanan 2020, "Budgeted training"). Never more
-    than `epochs`, never fewer than the one already done.
-    """
-    if budget_seconds <= 0 or first_epoch_seconds <= 0:
-        return epochs
-    return max(1, min(epochs, int(budget_seconds // first_epoch_seconds)))
-
-
 def _checkpoint_path(checkpoint_dir: Path) -> Path:
     return checkpoint_dir / "last.pt"
 
@@ -269,7 +242,7 @@ def _optimisation(model, train_config: TrainConfig, steps_per_epoch: int):
     )
     total = steps_per_epoch * train_config.epochs
     warmup = max(1, int(total * train_config.warmup_fraction))
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, Schedule(warmup, total))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: learning_rate_factor(s, warmup, total))
     return optimizer, scheduler
 
 
@@ -516,13 +489,11 @@ def _train(
 
     state = load_checkpoint(checkpoint_dir, run.fingerprint)
     history, best, done, partial = [], {"auprc": -1.0, "epoch": 0, "weights": None}, 0, None
-    planned = train_config.epochs  # fewer once the first epoch shows that they do not fit train.max_minutes
     if state is not None:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])  # with the schedule's planned total
+        scheduler.load_state_dict(state["scheduler"])
         history, best, done, partial = state["history"], state["best"], state["epoch"], state.get("partial")
-        planned = state.get("planned_epochs", planned)
         if rank == 0:
             where = f"epoch {partial['epoch']}, batch {partial['batches_done']}" if partial else f"epoch {done + 1}"
             log.info("Resuming from %s at %s", _checkpoint_path(checkpoint_dir), where)
@@ -540,7 +511,6 @@ def _train(
                     "scheduler": scheduler.state_dict(),
                     "history": history,
                     "best": best,
-                    "planned_epochs": planned,
                 },
             )
 
@@ -564,8 +534,6 @@ def _train(
                         "Time budget (train.max_minutes %g) spent after epoch %d.", train_config.max_minutes, epoch - 1
                     )
                 break
-            if epoch > planned:  # the schedule, fitted to the budget, has run its course
-                break
             started = time.perf_counter() - (partial["seconds"] if partial else 0.0)
             save_partial = lambda p, started=started: save({**p, "seconds": time.perf_counter() - started})  # noqa: E731
             train_loss, batches_done, batches, tokens = _train_epoch(
@@ -587,8 +555,6 @@ def _train(
                 batches_done / batches,
             )
             history.append(row)
-            if epoch == 1 and budget and batches_done == batches:
-                planned = _plan_for_budget(run, budget, row["seconds"], steps_per_epoch)
             if row["val_auprc"] > best["auprc"]:
                 weights = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
                 best = {"auprc": row["val_auprc"], "epoch": epoch, "weights": weights}
@@ -613,43 +579,11 @@ def _train(
                 break
     if rank != 0:
         return {}
-    return write_outputs(
-        outdir, best, history, model_config, train_config, manifest, device_name, budget_reached, planned
-    )
-
-
-def _plan_for_budget(run: _Run, budget: float, first_epoch_seconds: float, steps_per_epoch: int) -> int:
-    """Re-plan the schedule for the epochs that fit the time budget (`budget_epochs`); returns them.
-
-    The slowest process's first epoch decides, so that every process plans the same.
-    """
-    slowest = max(_gather(first_epoch_seconds, run.world))
-    planned = budget_epochs(budget, slowest, run.config.epochs)
-    if planned < run.config.epochs:
-        run.scheduler.lr_lambdas[0].total = steps_per_epoch * planned
-        if run.rank == 0:
-            log.info(
-                "Epoch 1 took %.0f s: %d epochs of %d fit train.max_minutes %g, so the learning rate now decays "
-                "to zero by the end of epoch %d.",
-                slowest,
-                planned,
-                run.config.epochs,
-                run.config.max_minutes,
-                planned,
-            )
-    return planned
+    return write_outputs(outdir, best, history, model_config, train_config, manifest, device_name, budget_reached)
 
 
 def write_outputs(
-    outdir: Path,
-    best,
-    history,
-    model_config,
-    train_config,
-    manifest,
-    device,
-    budget_reached: bool = False,
-    planned_epochs: int | None = None,
+    outdir: Path, best, history, model_config, train_config, manifest, device, budget_reached: bool = False
 ) -> dict:
     atomic_write(outdir / "model.safetensors", lambda temporary: save_file(best["weights"], str(temporary)))
     lines = ["\t".join(LOG_COLUMNS)] + ["\t".join(str(row[c]) for c in LOG_COLUMNS) for row in history]
@@ -668,8 +602,6 @@ def write_outputs(
         "tokens_per_s": float(np.median([r["tokens_per_s"] for r in history])),
         "epochs_trained": float(sum(r["epoch_fraction"] for r in history)),  # below `train.epochs` when stopped
         "time_budget_reached": budget_reached,
-        # What the learning-rate schedule was planned for: train.epochs, or fewer to fit train.max_minutes.
-        "epochs_planned": train_config.epochs if planned_epochs is None else planned_epochs,
         "device": str(device),
         "peak_memory_mb": peak_memory_mb(),
         "data_manifest_sha256": hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest(),
