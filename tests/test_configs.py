@@ -45,9 +45,9 @@ def schema_defaults(block: dict) -> dict:
 def test_model_defaults_are_the_schema_defaults():
     schema = schema_defaults(SCHEMA["models"]["additionalProperties"])
     fields = {field.name: field.default for field in dataclasses.fields(ModelConfig)}
-    # attention is required in the config; input falls back to windows.input; stem and pool have no
+    # attention is required in the config; input falls back to windows.input; stem, pool and element_pool have no
     # schema default, so that adding them left every trained model's settings (and results) as they were
-    assert set(schema) - {"pooled"} == set(fields) - {"attention", "input", "stem", "pool"}
+    assert set(schema) - {"pooled"} == set(fields) - {"attention", "input", "stem", "pool", "element_pool"}
     assert (fields["stem"], fields["pool"]) == (STEMS[0], POOLS[0]) == ("linear", "mean")  # M7
     assert {key: fields[key] for key in schema if key != "pooled"} == {k: v for k, v in schema.items() if k != "pooled"}
     assert fields["input"] == SCHEMA["windows"]["properties"]["input"]["default"]

@@ -15,18 +15,21 @@ def one_hot(batch, length, seed):
     return torch.nn.functional.one_hot(torch.randint(0, 4, (batch, length), generator=generator), 4).float()
 
 
-READOUTS = [("linear", "mean"), ("conv", "max"), ("conv", "mean"), ("linear", "max")]  # (stem, pool); M7 first
+# (stem, pool, element_pool); M7 first
+READOUTS = [("linear", "mean", False), ("conv", "max", False), ("conv", "mean", False), ("linear", "max", False)]
+READOUTS += [("conv", "max", True), ("linear", "mean", True)]
+SPAN_READOUTS = [READOUTS[0], READOUTS[1], READOUTS[4]]
 
 
-@pytest.mark.parametrize("stem, pool", READOUTS)
+@pytest.mark.parametrize("stem, pool, element_pool", READOUTS)
 @pytest.mark.parametrize("attention", ["linear", "softmax"])
 @pytest.mark.parametrize("patch, kernel", [(1, 1), (4, 12), (3, 4)])
-def test_output_does_not_change_when_padding_is_added(attention, patch, kernel, stem, pool):
+def test_output_does_not_change_when_padding_is_added(attention, patch, kernel, stem, pool, element_pool):
     torch.manual_seed(0)
     config = ModelConfig(
         attention=attention, d_model=16, n_heads=2, d_ff=32, patch_size=patch, kernel_size=kernel, dropout=0.0
     )
-    model = EPITransformer(replace(config, stem=stem, pool=pool)).eval()
+    model = EPITransformer(replace(config, stem=stem, pool=pool, element_pool=element_pool)).eval()
     enhancer, promoter = one_hot(1, 24, 1), one_hot(1, 18, 2)
     alone = model(enhancer, promoter)
     padded_e = torch.cat([enhancer, one_hot(1, 12, 3)], dim=1)  # garbage bases behind the mask
@@ -114,12 +117,12 @@ def test_a_distance_aware_model_reads_the_distance_and_a_sequence_only_model_ign
     assert count_parameters(aware) - count_parameters(blind) == 2 * 16 + 2 + 1
 
 
-def span_model(attention="linear", patch=4, kernel=8, seed=0, stem="linear", pool="mean"):
+def span_model(attention="linear", patch=4, kernel=8, seed=0, stem="linear", pool="mean", element_pool=False):
     torch.manual_seed(seed)
     config = ModelConfig(
         attention=attention, input="span", d_model=16, n_heads=2, d_ff=32, patch_size=patch, kernel_size=kernel
     )
-    return EPITransformer(replace(config, stem=stem, pool=pool)).eval()
+    return EPITransformer(replace(config, stem=stem, pool=pool, element_pool=element_pool)).eval()
 
 
 def span_input(length, seed, first_end, second_start):
@@ -129,10 +132,10 @@ def span_input(length, seed, first_end, second_start):
     return one_hot(1, length, seed), segment, torch.ones(1, length, dtype=torch.bool)
 
 
-@pytest.mark.parametrize("stem, pool", READOUTS[:2])
+@pytest.mark.parametrize("stem, pool, element_pool", SPAN_READOUTS)
 @pytest.mark.parametrize("attention", ["linear", "softmax"])
-def test_a_span_padded_in_a_batch_of_longer_spans_scores_as_alone(attention, stem, pool):
-    model = span_model(attention, stem=stem, pool=pool)
+def test_a_span_padded_in_a_batch_of_longer_spans_scores_as_alone(attention, stem, pool, element_pool):
+    model = span_model(attention, stem=stem, pool=pool, element_pool=element_pool)
     short, long = span_input(37, 1, 8, 29), span_input(64, 2, 8, 52)
     alone = model(span=short[0], segment=short[1], span_valid=short[2])
     padded = [
@@ -146,9 +149,9 @@ def test_a_span_padded_in_a_batch_of_longer_spans_scores_as_alone(attention, ste
     )
 
 
-@pytest.mark.parametrize("stem, pool", READOUTS[:2])
-def test_an_assembly_gap_is_neither_attended_nor_pooled_but_keeps_its_place(stem, pool):
-    model = span_model(stem=stem, pool=pool)
+@pytest.mark.parametrize("stem, pool, element_pool", SPAN_READOUTS)
+def test_an_assembly_gap_is_neither_attended_nor_pooled_but_keeps_its_place(stem, pool, element_pool):
+    model = span_model(stem=stem, pool=pool, element_pool=element_pool)
     span, segment, valid = span_input(40, 3, 8, 32)
     gap = torch.zeros(1, 16, 4)  # N bases: all-zero rows, not valid
     with_gap = torch.cat([span[:, :20], gap, span[:, 20:]], dim=1)
@@ -216,6 +219,46 @@ def test_max_pooling_takes_each_channel_largest_value_over_valid_tokens_only():
     empty = model.pool(tokens, torch.zeros(2, 3, dtype=torch.bool))
     empty.sum().backward()
     assert torch.equal(empty, torch.zeros(2, 2)) and not tokens.grad.isnan().any()
+
+
+@pytest.mark.parametrize("pool", ["max", "mean"])
+def test_element_pooling_gives_the_head_the_whole_and_each_element_pooled_on_its_own(pool):
+    """The head reads [all | enhancer | promoter], each pooled over its valid tokens only."""
+    model = span_model(stem="conv", pool=pool, element_pool=True)
+    span, segment, valid = span_input(48, 5, 12, 36)  # tokens 0-2 enhancer, 3-8 between, 9-11 promoter
+    valid[0, 40:44] = False  # a gap in the promoter: token 10 is not pooled
+    seen = {}
+    model.norm.register_forward_hook(lambda module, args, out: seen.update(tokens=out))
+    model.head.register_forward_pre_hook(lambda module, args: seen.update(head_in=args[0]))
+    model(span=span, segment=segment, span_valid=valid)
+    tokens = seen["tokens"][0]  # (T, D)
+    reduce = (lambda x: x.amax(dim=0)) if pool == "max" else (lambda x: x.mean(dim=0))
+    every = [t for t in range(12) if t != 10]
+    expected = torch.cat([reduce(tokens[every]), reduce(tokens[[0, 1, 2]]), reduce(tokens[[9, 11]])])
+    torch.testing.assert_close(seen["head_in"][0], expected)
+    # An element with no valid token (all N) pools to zeros, and gradients stay finite.
+    train_model = span_model(stem="conv", pool=pool, element_pool=True).train()
+    train_model.head.register_forward_pre_hook(lambda module, args: seen.update(head_in=args[0]))
+    no_promoter = valid.clone()
+    no_promoter[0, 36:] = False
+    train_model(span=span, segment=segment, span_valid=no_promoter).sum().backward()
+    assert torch.equal(seen["head_in"][0, 32:], torch.zeros(16))
+    assert all(p.grad is None or p.grad.isfinite().all() for p in train_model.parameters())
+
+
+def test_element_pooling_on_element_windows_keeps_the_enhancer_apart_from_the_promoter():
+    torch.manual_seed(0)
+    config = ModelConfig(d_model=16, n_heads=2, d_ff=32, patch_size=4, kernel_size=8, dropout=0.0, element_pool=True)
+    model = EPITransformer(config).eval()
+    plain = EPITransformer(replace(config, element_pool=False))
+    assert count_parameters(model) - count_parameters(plain) == 2 * 16 * 16  # the head's first layer reads 3 x D
+    seen = {}
+    model.norm.register_forward_hook(lambda module, args, out: seen.update(tokens=out))
+    model.head.register_forward_pre_hook(lambda module, args: seen.update(head_in=args[0]))
+    model(one_hot(1, 24, 1), one_hot(1, 16, 2))  # 6 enhancer tokens, then 4 promoter tokens
+    tokens = seen["tokens"][0]
+    means = [tokens.mean(dim=0), tokens[:6].mean(dim=0), tokens[6:].mean(dim=0)]
+    torch.testing.assert_close(seen["head_in"][0], torch.cat(means))
 
 
 def test_a_span_model_embeds_three_segments_and_reads_them():

@@ -32,6 +32,7 @@ class ModelConfig:
     input: str = "elements"  # "elements" (two windows) or "span" (everything from one window to the other)
     stem: str = "linear"  # "linear" (M7) or "conv": kernel_size-wide filters, ReLU, the largest value in each patch
     pool: str = "mean"  # "mean" (M7) or "max" over valid tokens
+    element_pool: bool = False  # the head also reads each element's tokens pooled on their own
 
     def __post_init__(self):
         if self.attention not in ATTENTIONS:

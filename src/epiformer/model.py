@@ -23,7 +23,10 @@ strided convolution with no nonlinearity; 1/1 = one token per base), or with `st
 the largest ReLU response of `kernel_size`-wide filters within each patch. Pre-norm blocks,
 final LayerNorm, mean pooling over valid tokens only (with `pool: max`, each channel's
 largest value over them), and a small head. M7 is the linear stem and the mean; the other
-two choices exist for spans, where a mean over thousands of tokens drowns a few sites. A distance-aware
+two choices exist for spans, where a mean over thousands of tokens drowns a few sites. With
+`element_pool: true` the head also reads each element's tokens pooled on their own (the pooled
+whole, then the enhancer, then the promoter, joined), so it knows which element holds which
+motif, which a pool over a span of background sequence blurs. A distance-aware
 model joins `distance_features` (log distance, and whether the pair is across chromosomes)
 to the pooled representation before the head: genomic distance is the strongest single
 predictor of enhancer-promoter contact, and the sequence cannot tell it; a linear term of
@@ -38,6 +41,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from epiformer.batches import SEGMENT_IDS
 from epiformer.configs import ModelConfig
 from epiformer.ops import linear_attention, softmax_attention
 
@@ -140,7 +144,8 @@ class EPITransformer(nn.Module):
         self.segment = nn.Embedding(3 if config.input == "span" else 2, config.d_model)
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
         self.norm = nn.LayerNorm(config.d_model)
-        head_in = config.d_model + (DISTANCE_FEATURES if config.distance else 0)
+        pooled_width = config.d_model * (3 if config.element_pool else 1)  # the whole, and each element
+        head_in = pooled_width + (DISTANCE_FEATURES if config.distance else 0)
         self.head = nn.Sequential(nn.Linear(head_in, config.d_model), nn.GELU(), nn.Linear(config.d_model, 1))
         # A direct linear path from distance to the logit, as in the distance baseline: the
         # monotone effect is learned at once, the head learns how sequence modifies it.
@@ -176,10 +181,14 @@ class EPITransformer(nn.Module):
             x = x + F.one_hot(token_segment, self.segment.num_embeddings).to(x.dtype) @ self.segment.weight
             padding = ~valid  # (B, T): spans of one batch differ in length and may hold gaps
         else:
-            x, valid, padding = self.join_elements(enhancer, promoter, enhancer_valid, promoter_valid)
+            x, valid, padding, token_segment = self.join_elements(enhancer, promoter, enhancer_valid, promoter_valid)
         for block in self.blocks:
             x = block(x, padding)
-        pooled = self.pool(self.norm(x), valid)  # (B, D)
+        x = self.norm(x)
+        pooled = self.pool(x, valid)  # (B, D)
+        if self.config.element_pool:  # (B, 3D): the whole, the enhancer's tokens, the promoter's
+            elements = [self.pool(x, valid & (token_segment == SEGMENT_IDS[name])) for name in ("enhancer", "promoter")]
+            pooled = torch.cat([pooled, *elements], dim=-1)
         if self.config.distance:
             if distance is None:
                 raise ValueError("this model was built with distance: true and needs each pair's distance")
@@ -189,7 +198,7 @@ class EPITransformer(nn.Module):
         return self.head(pooled).squeeze(-1)
 
     def pool(self, x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
-        """[B, T, D] -> [B, D]: the mean (or, with pool: max, the largest value) over valid tokens only."""
+        """[B, T, D] -> [B, D]: the mean (with pool: max, the largest value) over valid tokens; zeros if none."""
         if self.config.pool == "max":
             pooled = x.masked_fill(~valid[..., None], float("-inf")).amax(dim=1)
             return pooled.masked_fill(~valid.any(dim=1, keepdim=True), 0.0)  # no valid token: zeros, not -inf
@@ -197,7 +206,7 @@ class EPITransformer(nn.Module):
         return (x * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1)
 
     def join_elements(self, enhancer, promoter, enhancer_valid, promoter_valid):
-        """Both elements' tokens as one sequence [B, Te + Tp, D], valid tokens, and the padding mask (or None)."""
+        """Both elements' tokens joined [B, T, D], valid tokens [B, T], the padding mask (or None), segments [B, T]."""
         # Without masks every token is valid: attention then skips masking (and SDPA can use
         # its fastest kernels). Decided from the arguments, not the data, so compiled graphs stay whole.
         masked = enhancer_valid is not None or promoter_valid is not None
@@ -209,7 +218,14 @@ class EPITransformer(nn.Module):
         p_tokens, p_valid = self.embed(promoter, promoter_valid)
         x = torch.cat([e_tokens + self.segment.weight[0], p_tokens + self.segment.weight[1]], dim=1)  # (B, Te + Tp, D)
         valid = torch.cat([e_valid, p_valid], dim=1)  # (B, Te + Tp)
-        return x, valid, ~valid if masked else None
+        token_segment = torch.cat(
+            [
+                torch.full_like(e_valid, SEGMENT_IDS["enhancer"], dtype=torch.long),
+                torch.full_like(p_valid, SEGMENT_IDS["promoter"], dtype=torch.long),
+            ],
+            dim=1,
+        )
+        return x, valid, ~valid if masked else None, token_segment
 
 
 def score_batch(model: nn.Module, batch: dict, device: torch.device) -> torch.Tensor:
