@@ -255,11 +255,13 @@ def plot_cost(summary_tsv: str | Path, out_png: str | Path) -> None:
             if getattr(entry, "epochs_trained", None) is not None and entry.epochs_trained == entry.epochs_trained:
                 label += f" ({entry.epochs_trained:.3g} epochs)"  # fewer when the time budget stopped it
             here = (np.log10(max(entry.train_seconds, 1e-3) / 60), entry.auroc)
-            # Models that cost and score alike would print their labels on top of each other: stack them.
-            crowd = sum(abs(here[0] - x) < 0.6 and abs(here[1] - y) < 0.04 for x, y in labelled)
+            # Models that cost and score alike would print their labels on top of each other: move
+            # each label away from those already there, up when its point is higher, down when lower.
+            near = [y for x, y in labelled if abs(here[0] - x) < 0.6 and abs(here[1] - y) < 0.04]
+            shift = 13 * (sum(here[1] >= y for y in near) - sum(here[1] < y for y in near))
             labelled.append(here)
             ax.annotate(
-                label, (entry.train_seconds / 60, entry.auroc), textcoords="offset points", xytext=(6, 4 - 13 * crowd)
+                label, (entry.train_seconds / 60, entry.auroc), textcoords="offset points", xytext=(6, 4 + shift)
             )
         for column, style, label in (
             ("oracle_auroc", "--", "oracle (true probabilities)"),
