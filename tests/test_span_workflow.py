@@ -9,8 +9,9 @@ import pytest
 
 from tests.helpers import REPO, TINY_LONG_DEMO, TINY_MODEL, copy_workflow, run_workflow, tiny_config
 
-# As config/demo_long.yaml's span models: a convolutional stem and max pooling.
+# As config/demo_long.yaml's span models: a convolutional stem, max pooling, each element pooled on its own.
 SPAN_MODEL = {**TINY_MODEL, "patch_size": 16, "kernel_size": 16, "input": "span", "stem": "conv", "pool": "max"}
+SPAN_MODEL["element_pool"] = True
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +57,8 @@ def test_span_models_read_span_shards_and_every_model_the_same_test_pairs(long_r
         description = json.loads((long_run / "demo_long" / model / "model.json").read_text())
         assert description["model"]["input"] == expected and description["peak_memory_mb"] > 0
         # What a model leaves out is M7's (the linear stem and the mean); what it sets reaches the model.
-        readout = ("linear", "mean") if expected == "elements" else ("conv", "max")
-        assert (description["model"]["stem"], description["model"]["pool"]) == readout
+        readout = ("linear", "mean", False) if expected == "elements" else ("conv", "max", True)
+        assert tuple(description["model"][key] for key in ("stem", "pool", "element_pool")) == readout
 
 
 def test_summary_has_the_input_column_the_ceiling_and_the_cost_figure(long_run):
