@@ -10,8 +10,8 @@ import pytest
 from tests.helpers import REPO, TINY_LONG_DEMO, TINY_MODEL, copy_workflow, run_workflow, tiny_config
 
 # As config/demo_long.yaml's span models: a convolutional stem, max pooling, each element pooled on its own.
-SPAN_MODEL = {**TINY_MODEL, "patch_size": 16, "kernel_size": 16, "input": "span", "stem": "conv", "pool": "max"}
-SPAN_MODEL["element_pool"] = True
+SPAN_MODEL = {**TINY_MODEL, "patch_size": 16, "kernel_size": 16, "input": "span"}
+SPAN_MODEL.update(stem="conv", pool="max", element_pool=True)
 
 
 @pytest.fixture(scope="module")

@@ -216,7 +216,8 @@ class EPITransformer(nn.Module):
             promoter_valid = torch.ones(promoter.shape[:2], dtype=torch.bool, device=promoter.device)
         e_tokens, e_valid = self.embed(enhancer, enhancer_valid)
         p_tokens, p_valid = self.embed(promoter, promoter_valid)
-        x = torch.cat([e_tokens + self.segment.weight[0], p_tokens + self.segment.weight[1]], dim=1)  # (B, Te + Tp, D)
+        enhancer_row, promoter_row = (self.segment.weight[SEGMENT_IDS[name]] for name in ("enhancer", "promoter"))
+        x = torch.cat([e_tokens + enhancer_row, p_tokens + promoter_row], dim=1)  # (B, Te + Tp, D)
         valid = torch.cat([e_valid, p_valid], dim=1)  # (B, Te + Tp)
         token_segment = torch.cat(
             [
