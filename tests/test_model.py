@@ -202,6 +202,52 @@ def test_the_conv_stem_is_the_largest_relu_filter_response_within_each_patch():
         assert out[0, :, 0].tolist() == [0.0, 1.0, 0.0]
 
 
+def conv_relu_max_pool(onehot, weight, bias, patch):
+    """The conv stem as PyTorch's own layers compute it: Conv1d, ReLU, MaxPool1d; [B, L, 4] -> [B, T, D]."""
+    kernel = weight.shape[-1]
+    left = (kernel - 1) // 2
+    x = torch.nn.functional.pad(onehot.transpose(1, 2), (left, kernel - 1 - left + (-onehot.shape[1] % patch)))
+    responses = torch.relu(torch.nn.functional.conv1d(x, weight, bias))  # (B, D, L + tail)
+    return torch.nn.functional.max_pool1d(responses, patch).transpose(1, 2)
+
+
+@pytest.mark.parametrize("sequence", ["random", "one base repeated"])
+def test_the_conv_stem_and_its_gradients_are_those_of_conv1d_relu_and_max_pooling(sequence):
+    """Values and gradients (filters, bias, and the bases, which attributions read) against the layers themselves.
+
+    A run of one base makes identical windows within a patch: tied maxima, whose gradient the
+    stem shares among them, where MaxPool1d gives it to the first. The filters' gradient is the
+    same either way; the bases' is not (it lands on the other windows' bases), and is compared
+    without ties only.
+    """
+    torch.manual_seed(1)
+    patch, kernel, length = 4, 7, 42  # not a multiple of the patch: the last token is half padding
+    model = EPITransformer(ModelConfig(d_model=8, n_heads=2, patch_size=patch, kernel_size=kernel, stem="conv"))
+    with torch.no_grad():  # the stem as a trained one is: most responses positive
+        model.tokenizer.project.bias.fill_(0.5)
+    onehot = one_hot(2, length, 5)
+    if sequence == "one base repeated":
+        onehot[:, 8:30] = torch.tensor([0.0, 0.0, 1.0, 0.0])
+    upstream = torch.randn(2, -(-length // patch), 8)
+    weight, bias = model.tokenizer.project.weight, model.tokenizer.project.bias
+
+    def ours(bases):
+        return model.tokenizer(bases, torch.ones(bases.shape[:2], dtype=torch.bool))[0]
+
+    def layers(bases):
+        return conv_relu_max_pool(bases, weight, bias, patch)
+
+    results = []
+    for stem in (ours, layers):
+        bases = onehot.clone().requires_grad_()
+        tokens = stem(bases)
+        results.append([tokens, *torch.autograd.grad((tokens * upstream).sum(), (weight, bias, bases))])
+    assert (results[1][0] > 0).float().mean() > 0.5  # the gradients below are not mostly zeros
+    compared = 4 if sequence == "random" else 3
+    for mine, reference in zip(results[0][:compared], results[1][:compared]):
+        torch.testing.assert_close(mine, reference, atol=1e-5, rtol=1e-5)
+
+
 def test_max_pooling_takes_each_channel_largest_value_over_valid_tokens_only():
     model = span_model(pool="max")
     tokens = torch.tensor([[[1.0, -5.0], [3.0, -2.0], [9.0, 9.0]], [[-1.0, 0.5], [0.0, 0.0], [0.0, 0.0]]])

@@ -40,6 +40,7 @@ import math
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.autograd.function import once_differentiable
 
 from epiformer.batches import SEGMENT_IDS
 from epiformer.configs import ModelConfig
@@ -96,10 +97,63 @@ class Tokenizer(nn.Module):
             left = (self.kernel - self.patch) // 2
             x = F.pad(onehot.transpose(1, 2), (left, self.kernel - self.patch - left))  # (B, 4, L')
             return self.project(x).transpose(1, 2), token_valid  # (B, T, D)
+        return patch_max_relu(self.filter_responses(onehot)), token_valid  # (B, T, D)
+
+    def filter_responses(self, onehot: torch.Tensor) -> torch.Tensor:
+        """[B, L, 4], L a multiple of p -> [B, T, p, D]: each filter on the k bases centred on each base.
+
+        The convolution as one matrix product, token by token: a token's p filter positions
+        read its k + p - 1 bases, which are consecutive rows of the [B, L, 4] input, so each
+        token's window is 4 (k + p - 1) contiguous floats and gathering the windows is a plain
+        copy. The filters are placed at each of the p offsets of one block weight (zeros
+        elsewhere). Tokens come out [B, T, D], contiguous, the layout every later layer reads;
+        Conv1d's channels-first output left them transposed, and each later layer copied them
+        back. With `patch_max_relu`, a step of the long demo's span model takes about 0.82x the
+        time it took with Conv1d, ReLU and MaxPool1d (126 against 153 ms, 16,000 tokens, one thread).
+        """
+        batch, length, _ = onehot.shape
+        width = self.kernel + self.patch - 1  # bases a token's filters read
         left = (self.kernel - 1) // 2
-        x = F.pad(onehot.transpose(1, 2), (left, self.kernel - 1 - left))  # (B, 4, L + tail + k - 1)
-        per_base = torch.relu(self.project(x))  # (B, D, L + tail): one value per base
-        return F.max_pool1d(per_base, self.patch).transpose(1, 2), token_valid  # (B, T, D)
+        x = F.pad(onehot, (0, 0, left, self.kernel - 1 - left)).contiguous()  # (B, L + k - 1, 4), N beyond the ends
+        windows = x.as_strided((batch, length // self.patch, 4 * width), (x.stride(0), 4 * self.patch, 1))
+        filters = self.project.weight.transpose(1, 2).reshape(self.project.out_channels, -1)  # (D, k * 4)
+        block = filters.new_zeros(self.patch, filters.shape[0], 4 * width)  # (p, D, (k + p - 1) * 4)
+        for offset in range(self.patch):
+            block[offset, :, 4 * offset : 4 * (offset + self.kernel)] = filters
+        responses = F.linear(windows, block.flatten(0, 1), self.project.bias.repeat(self.patch))  # (B, T, p * D)
+        return responses.view(batch, -1, self.patch, filters.shape[0])
+
+
+def patch_max_relu(responses: torch.Tensor) -> torch.Tensor:
+    """[B, T, p, D] -> [B, T, D]: ReLU of each channel's largest response within each patch."""
+    return _PatchMaxReLU.apply(responses)
+
+
+class _PatchMaxReLU(torch.autograd.Function):
+    """relu(amax over the patch), with a 0/1 mask of each patch's largest responses kept for the gradient.
+
+    The same function as ReLU then max pooling (ReLU and max commute), at about a fifth of the
+    cost of F.max_pool1d with its indices or of amax's own backward on the CPU. The gradient
+    goes to the largest response of each patch, shared equally among ties (amax's rule;
+    identical windows, as in a run of one base, tie), and not at all where the maximum is at
+    most 0 (ReLU's rule).
+    """
+
+    @staticmethod
+    def forward(ctx, responses):
+        largest = responses.amax(dim=2)  # (B, T, D)
+        # 1.0 where a response is its patch's maximum, in the responses' dtype: sums and
+        # products of a bool mask would convert it on every use.
+        winners = torch.eq(responses, largest.unsqueeze(2)).to(responses.dtype)  # (B, T, p, D)
+        ctx.save_for_backward(winners, largest > 0)
+        return largest.clamp_(min=0.0)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad):
+        winners, positive = ctx.saved_tensors
+        share = (grad * positive) / winners.sum(dim=2)  # (B, T, D); every patch has at least one winner
+        return winners * share.unsqueeze(2)
 
 
 class Attention(nn.Module):
