@@ -142,10 +142,11 @@ class _PatchMaxReLU(torch.autograd.Function):
     @staticmethod
     def forward(ctx, responses):
         largest = responses.amax(dim=2)  # (B, T, D)
-        # 1.0 where a response is its patch's maximum, in the responses' dtype: sums and
-        # products of a bool mask would convert it on every use.
-        winners = torch.eq(responses, largest.unsqueeze(2)).to(responses.dtype)  # (B, T, p, D)
-        ctx.save_for_backward(winners, largest > 0)
+        if ctx.needs_input_grad[0]:  # not when scoring: no mask, no memory for it
+            # 1.0 where a response is its patch's maximum, in the responses' dtype: sums and
+            # products of a bool mask would convert it on every use.
+            winners = torch.eq(responses, largest.unsqueeze(2)).to(responses.dtype)  # (B, T, p, D)
+            ctx.save_for_backward(winners, largest > 0)
         return largest.clamp_(min=0.0)
 
     @staticmethod
