@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from epiformer.model import EPITransformer, ModelConfig, count_parameters, distance_features
+from epiformer.model import EPITransformer, ModelConfig, count_parameters, distance_features, patch_max_relu
 from epiformer.ops import linear_attention, softmax_attention
 from tests.helpers import quadratic_tensors, tensor_shapes_during
 
@@ -202,50 +202,71 @@ def test_the_conv_stem_is_the_largest_relu_filter_response_within_each_patch():
         assert out[0, :, 0].tolist() == [0.0, 1.0, 0.0]
 
 
-def conv_relu_max_pool(onehot, weight, bias, patch):
-    """The conv stem as PyTorch's own layers compute it: Conv1d, ReLU, MaxPool1d; [B, L, 4] -> [B, T, D]."""
+def conv_relu_then(pool, onehot, weight, bias, patch):
+    """The conv stem from PyTorch's own layers: Conv1d and ReLU at every base, then `pool` over each patch.
+
+    [B, L, 4] -> [B, T, D]. `pool` is "amax" (the gradient shared among tied maxima) or
+    "max_pool1d" (MaxPool1d: all of it to the first).
+    """
     kernel = weight.shape[-1]
     left = (kernel - 1) // 2
     x = torch.nn.functional.pad(onehot.transpose(1, 2), (left, kernel - 1 - left + (-onehot.shape[1] % patch)))
     responses = torch.relu(torch.nn.functional.conv1d(x, weight, bias))  # (B, D, L + tail)
-    return torch.nn.functional.max_pool1d(responses, patch).transpose(1, 2)
+    if pool == "max_pool1d":
+        return torch.nn.functional.max_pool1d(responses, patch).transpose(1, 2)
+    return responses.view(*responses.shape[:2], -1, patch).amax(dim=-1).transpose(1, 2)
 
 
+def stem_and_gradients(stem, onehot, valid, upstream, weight, bias):
+    """The stem's tokens and the gradients of (tokens * upstream).sum() for the filters, the bias and the bases."""
+    bases = onehot.clone().requires_grad_()
+    tokens = stem(bases, valid)
+    filters_grad, bias_grad, bases_grad = torch.autograd.grad((tokens * upstream).sum(), (weight, bias, bases))
+    return {"tokens": tokens, "filters": filters_grad, "bias": bias_grad, "bases": bases_grad}
+
+
+@pytest.mark.parametrize("patch, kernel", [(1, 1), (1, 5), (4, 4), (4, 8), (4, 19)])
 @pytest.mark.parametrize("sequence", ["random", "one base repeated"])
-def test_the_conv_stem_and_its_gradients_are_those_of_conv1d_relu_and_max_pooling(sequence):
+def test_the_conv_stem_and_its_gradients_are_those_of_conv1d_relu_and_max_pooling(patch, kernel, sequence):
     """Values and gradients (filters, bias, and the bases, which attributions read) against the layers themselves.
 
-    A run of one base makes identical windows within a patch: tied maxima, whose gradient the
-    stem shares among them, where MaxPool1d gives it to the first. The filters' gradient is the
-    same either way; the bases' is not (it lands on the other windows' bases), and is compared
-    without ties only.
+    A run of one base makes identical windows within a patch: tied maxima. The stem shares
+    their gradient, as amax does; MaxPool1d gives it to the first, which moves the bases'
+    gradient but not the filters'. Maxima at or below 0 (ReLU) pass no gradient.
     """
-    torch.manual_seed(1)
-    patch, kernel, length = 4, 7, 42  # not a multiple of the patch: the last token is half padding
+    torch.manual_seed(patch * 100 + kernel)
+    length = 45  # not a multiple of 4: the last token is part padding
     model = EPITransformer(ModelConfig(d_model=8, n_heads=2, patch_size=patch, kernel_size=kernel, stem="conv"))
-    with torch.no_grad():  # the stem as a trained one is: most responses positive
-        model.tokenizer.project.bias.fill_(0.5)
-    onehot = one_hot(2, length, 5)
+    onehot, valid = one_hot(3, length, 5), torch.ones(3, length, dtype=torch.bool)
+    valid[1, 10:17] = False  # an assembly gap: read as N
     if sequence == "one base repeated":
-        onehot[:, 8:30] = torch.tensor([0.0, 0.0, 1.0, 0.0])
-    upstream = torch.randn(2, -(-length // patch), 8)
+        onehot[:, 14:40] = torch.tensor([0.0, 0.0, 1.0, 0.0])
+    upstream = torch.randn(3, -(-length // patch), 8)
     weight, bias = model.tokenizer.project.weight, model.tokenizer.project.bias
 
-    def ours(bases):
-        return model.tokenizer(bases, torch.ones(bases.shape[:2], dtype=torch.bool))[0]
+    def ours(bases, valid):
+        return model.tokenizer(bases, valid)[0]
 
-    def layers(bases):
-        return conv_relu_max_pool(bases, weight, bias, patch)
+    def layers(pool):
+        return lambda bases, valid: conv_relu_then(pool, bases * valid[..., None], weight, bias, patch)
 
-    results = []
-    for stem in (ours, layers):
-        bases = onehot.clone().requires_grad_()
-        tokens = stem(bases)
-        results.append([tokens, *torch.autograd.grad((tokens * upstream).sum(), (weight, bias, bases))])
-    assert (results[1][0] > 0).float().mean() > 0.5  # the gradients below are not mostly zeros
-    compared = 4 if sequence == "random" else 3
-    for mine, reference in zip(results[0][:compared], results[1][:compared]):
-        torch.testing.assert_close(mine, reference, atol=1e-5, rtol=1e-5)
+    got = stem_and_gradients(ours, onehot, valid, upstream, weight, bias)
+    shared = stem_and_gradients(layers("amax"), onehot, valid, upstream, weight, bias)
+    first = stem_and_gradients(layers("max_pool1d"), onehot, valid, upstream, weight, bias)
+    for name in ("tokens", "filters", "bias", "bases"):
+        torch.testing.assert_close(got[name], shared[name], atol=1e-5, rtol=1e-5)
+    for name in ("tokens", "filters", "bias"):
+        torch.testing.assert_close(got[name], first[name], atol=1e-5, rtol=1e-5)
+    # What the comparisons above exercise: maxima on both sides of 0, and ties where the bases repeat.
+    assert (got["tokens"] == 0).any() and (got["tokens"] > 0).any()
+    if sequence == "one base repeated" and patch > 1:
+        assert not torch.allclose(got["bases"], first["bases"])  # the shared gradient is not MaxPool1d's
+
+
+def test_patch_max_relu_has_the_gradient_of_its_definition():
+    """Finite differences in float64, away from ties and from 0 (where the function has no derivative)."""
+    responses = (torch.randperm(3 * 5 * 4 * 6, dtype=torch.float64).view(3, 5, 4, 6) - 100) / 37 + 0.01
+    assert torch.autograd.gradcheck(patch_max_relu, (responses.requires_grad_(),))
 
 
 def test_max_pooling_takes_each_channel_largest_value_over_valid_tokens_only():

@@ -84,6 +84,8 @@ class Tokenizer(nn.Module):
         super().__init__()
         self.patch, self.kernel, self.stem = config.patch_size, config.kernel_size, config.stem
         stride = self.patch if self.stem == "linear" else 1
+        # The conv stem reads this layer's weights in `filter_responses` rather than calling it;
+        # kept a Conv1d so that the weights, their initial values and saved models stay as they were.
         self.project = nn.Conv1d(4, config.d_model, config.kernel_size, stride=stride)
 
     def forward(self, onehot: torch.Tensor, valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -105,23 +107,26 @@ class Tokenizer(nn.Module):
         The convolution as one matrix product, token by token: a token's p filter positions
         read its k + p - 1 bases, which are consecutive rows of the [B, L, 4] input, so each
         token's window is 4 (k + p - 1) contiguous floats and gathering the windows is a plain
-        copy. The filters are placed at each of the p offsets of one block weight (zeros
-        elsewhere). Tokens come out [B, T, D], contiguous, the layout every later layer reads;
+        copy. Tokens come out [B, T, D], contiguous, the layout every later layer reads;
         Conv1d's channels-first output left them transposed, and each later layer copied them
-        back. With `patch_max_relu`, a step of the long demo's span model takes about 0.82x the
-        time it took with Conv1d, ReLU and MaxPool1d (126 against 153 ms, 16,000 tokens, one thread).
+        back (docs/demo_long.md, "A faster stem", has what this saves).
         """
         batch, length, _ = onehot.shape
         width = self.kernel + self.patch - 1  # bases a token's filters read
         left = (self.kernel - 1) // 2
         x = F.pad(onehot, (0, 0, left, self.kernel - 1 - left)).contiguous()  # (B, L + k - 1, 4), N beyond the ends
         windows = x.as_strided((batch, length // self.patch, 4 * width), (x.stride(0), 4 * self.patch, 1))
-        filters = self.project.weight.transpose(1, 2).reshape(self.project.out_channels, -1)  # (D, k * 4)
-        block = filters.new_zeros(self.patch, filters.shape[0], 4 * width)  # (p, D, (k + p - 1) * 4)
+        weight = self.filters_at_each_offset()  # (p * D, (k + p - 1) * 4)
+        responses = F.linear(windows, weight, self.project.bias.repeat(self.patch))  # (B, T, p * D)
+        return responses.view(batch, -1, self.patch, self.project.out_channels)
+
+    def filters_at_each_offset(self) -> torch.Tensor:
+        """[p * D, (k + p - 1) * 4]: row block j holds the filters j bases into a token's window, zeros elsewhere."""
+        filters = self.project.weight.transpose(1, 2).reshape(self.project.out_channels, -1)  # (D, k * 4), base-major
+        block = filters.new_zeros(self.patch, filters.shape[0], 4 * (self.kernel + self.patch - 1))
         for offset in range(self.patch):
             block[offset, :, 4 * offset : 4 * (offset + self.kernel)] = filters
-        responses = F.linear(windows, block.flatten(0, 1), self.project.bias.repeat(self.patch))  # (B, T, p * D)
-        return responses.view(batch, -1, self.patch, filters.shape[0])
+        return block.flatten(0, 1)
 
 
 def patch_max_relu(responses: torch.Tensor) -> torch.Tensor:
@@ -132,11 +137,12 @@ def patch_max_relu(responses: torch.Tensor) -> torch.Tensor:
 class _PatchMaxReLU(torch.autograd.Function):
     """relu(amax over the patch), with a 0/1 mask of each patch's largest responses kept for the gradient.
 
-    The same function as ReLU then max pooling (ReLU and max commute), at about a fifth of the
-    cost of F.max_pool1d with its indices or of amax's own backward on the CPU. The gradient
-    goes to the largest response of each patch, shared equally among ties (amax's rule;
-    identical windows, as in a run of one base, tie), and not at all where the maximum is at
-    most 0 (ReLU's rule).
+    The same values as ReLU then max pooling (ReLU and max commute), at a fraction of the cost
+    of F.max_pool1d with its indices, or of amax's own backward, on the CPU. The gradient goes
+    to the largest response of each patch, shared equally among ties (amax's rule; MaxPool1d
+    gives it all to the first), and not at all where the maximum is at most 0 (ReLU's rule).
+    Identical windows tie, as in a run of one base, so the filters' gradient is MaxPool1d's
+    and the bases' (attributions) is spread over the tied windows. Not twice differentiable.
     """
 
     @staticmethod
@@ -153,7 +159,7 @@ class _PatchMaxReLU(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, grad):
         winners, positive = ctx.saved_tensors
-        share = (grad * positive) / winners.sum(dim=2)  # (B, T, D); every patch has at least one winner
+        share = (grad * positive) / winners.sum(dim=2).clamp_(min=1)  # (B, T, D); a NaN patch has no winner
         return winners * share.unsqueeze(2)
 
 
