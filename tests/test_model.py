@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from epiformer.model import EPITransformer, ModelConfig, count_parameters, distance_features, patch_max_relu
+from epiformer.model import EPITransformer, ModelConfig, count_parameters, distance_features, patch_max
 from epiformer.ops import linear_attention, softmax_attention
 from tests.helpers import quadratic_tensors, tensor_shapes_during
 
@@ -17,8 +17,8 @@ def one_hot(batch, length, seed):
 
 # (stem, pool, element_pool); M7 first
 READOUTS = [("linear", "mean", False), ("conv", "max", False), ("conv", "mean", False), ("linear", "max", False)]
-READOUTS += [("conv", "max", True), ("linear", "mean", True)]
-SPAN_READOUTS = [READOUTS[0], READOUTS[1], READOUTS[4]]
+READOUTS += [("conv", "max", True), ("linear", "mean", True), ("conv_exp", "max", True)]
+SPAN_READOUTS = [READOUTS[0], READOUTS[1], READOUTS[4], READOUTS[6]]
 
 
 @pytest.mark.parametrize("stem, pool, element_pool", READOUTS)
@@ -202,8 +202,11 @@ def test_the_conv_stem_is_the_largest_relu_filter_response_within_each_patch():
         assert out[0, :, 0].tolist() == [0.0, 1.0, 0.0]
 
 
-def conv_relu_then(pool, onehot, weight, bias, patch):
-    """The conv stem from PyTorch's own layers: Conv1d and ReLU at every base, then `pool` over each patch.
+ACTIVATIONS = {"conv": torch.relu, "conv_exp": torch.exp}  # each conv stem's activation
+
+
+def conv_then(stem, pool, onehot, weight, bias, patch):
+    """A conv stem from PyTorch's own layers: Conv1d and the activation at every base, then `pool` over each patch.
 
     [B, L, 4] -> [B, T, D]. `pool` is "amax" (the gradient shared among tied maxima) or
     "max_pool1d" (MaxPool1d: all of it to the first).
@@ -211,7 +214,7 @@ def conv_relu_then(pool, onehot, weight, bias, patch):
     kernel = weight.shape[-1]
     left = (kernel - 1) // 2
     x = torch.nn.functional.pad(onehot.transpose(1, 2), (left, kernel - 1 - left + (-onehot.shape[1] % patch)))
-    responses = torch.relu(torch.nn.functional.conv1d(x, weight, bias))  # (B, D, L + tail)
+    responses = ACTIVATIONS[stem](torch.nn.functional.conv1d(x, weight, bias))  # (B, D, L + tail)
     if pool == "max_pool1d":
         return torch.nn.functional.max_pool1d(responses, patch).transpose(1, 2)
     return responses.view(*responses.shape[:2], -1, patch).amax(dim=-1).transpose(1, 2)
@@ -227,16 +230,19 @@ def stem_and_gradients(stem, onehot, valid, upstream, weight, bias):
 
 @pytest.mark.parametrize("patch, kernel", [(1, 1), (1, 5), (4, 4), (4, 8), (4, 19)])
 @pytest.mark.parametrize("sequence", ["random", "one base repeated"])
-def test_the_conv_stem_and_its_gradients_are_those_of_conv1d_relu_and_max_pooling(patch, kernel, sequence):
+@pytest.mark.parametrize("stem", ["conv", "conv_exp"])
+def test_the_conv_stems_and_their_gradients_are_those_of_conv1d_the_activation_and_max_pooling(
+    patch, kernel, sequence, stem
+):
     """Values and gradients (filters, bias, and the bases, which attributions read) against the layers themselves.
 
     A run of one base makes identical windows within a patch: tied maxima. The stem shares
     their gradient, as amax does; MaxPool1d gives it to the first, which moves the bases'
-    gradient but not the filters'. Maxima at or below 0 (ReLU) pass no gradient.
+    gradient but not the filters'. With ReLU, maxima at or below 0 pass no gradient.
     """
     torch.manual_seed(patch * 100 + kernel)
     length = 45  # not a multiple of 4: the last token is part padding
-    model = EPITransformer(ModelConfig(d_model=8, n_heads=2, patch_size=patch, kernel_size=kernel, stem="conv"))
+    model = EPITransformer(ModelConfig(d_model=8, n_heads=2, patch_size=patch, kernel_size=kernel, stem=stem))
     onehot, valid = one_hot(3, length, 5), torch.ones(3, length, dtype=torch.bool)
     valid[1, 10:17] = False  # an assembly gap: read as N
     if sequence == "one base repeated":
@@ -248,7 +254,7 @@ def test_the_conv_stem_and_its_gradients_are_those_of_conv1d_relu_and_max_poolin
         return model.tokenizer(bases, valid)[0]
 
     def layers(pool):
-        return lambda bases, valid: conv_relu_then(pool, bases * valid[..., None], weight, bias, patch)
+        return lambda bases, valid: conv_then(stem, pool, bases * valid[..., None], weight, bias, patch)
 
     got = stem_and_gradients(ours, onehot, valid, upstream, weight, bias)
     shared = stem_and_gradients(layers("amax"), onehot, valid, upstream, weight, bias)
@@ -258,15 +264,17 @@ def test_the_conv_stem_and_its_gradients_are_those_of_conv1d_relu_and_max_poolin
     for name in ("tokens", "filters", "bias"):
         torch.testing.assert_close(got[name], first[name], atol=1e-5, rtol=1e-5)
     # What the comparisons above exercise: maxima on both sides of 0, and ties where the bases repeat.
-    assert (got["tokens"] == 0).any() and (got["tokens"] > 0).any()
+    below_zero = (got["tokens"] == 0) if stem == "conv" else (got["tokens"] < 1)
+    assert below_zero.any() and (~below_zero).any()
     if sequence == "one base repeated" and patch > 1:
         assert not torch.allclose(got["bases"], first["bases"])  # the shared gradient is not MaxPool1d's
 
 
-def test_patch_max_relu_has_the_gradient_of_its_definition():
-    """Finite differences in float64, away from ties and from 0 (where the function has no derivative)."""
+@pytest.mark.parametrize("activation", ["relu", "exp"])
+def test_patch_max_has_the_gradient_of_its_definition(activation):
+    """Finite differences in float64, away from ties and from 0 (where ReLU has no derivative)."""
     responses = (torch.randperm(3 * 5 * 4 * 6, dtype=torch.float64).view(3, 5, 4, 6) - 100) / 37 + 0.01
-    assert torch.autograd.gradcheck(patch_max_relu, (responses.requires_grad_(),))
+    assert torch.autograd.gradcheck(lambda x: patch_max(x, activation), (responses.requires_grad_(),))
 
 
 def test_max_pooling_takes_each_channel_largest_value_over_valid_tokens_only():

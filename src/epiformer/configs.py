@@ -12,7 +12,9 @@ from dataclasses import asdict, dataclass
 
 ATTENTIONS = ("linear", "softmax")
 INPUTS = ("elements", "span")  # the two element windows, or one sequence from the first to the second
-STEMS = ("linear", "conv")  # how bases become tokens: M7's linear projection, or filters, ReLU and a max per patch
+# How bases become tokens: M7's linear projection, or filters and each channel's largest response
+# in a patch, through ReLU (conv) or exp (conv_exp).
+STEMS = ("linear", "conv", "conv_exp")
 POOLS = ("mean", "max")  # how tokens become one vector: M7's mean over valid tokens, or each channel's maximum
 
 
@@ -30,7 +32,7 @@ class ModelConfig:
     dropout: float = 0.1
     distance: bool = False  # join the pair's log genomic distance to the pooled sequence representation
     input: str = "elements"  # "elements" (two windows) or "span" (everything from one window to the other)
-    stem: str = "linear"  # "linear" (M7) or "conv": kernel_size-wide filters, ReLU, the largest value in each patch
+    stem: str = "linear"  # "linear" (M7), "conv" (kernel_size-wide filters, ReLU, max per patch) or "conv_exp" (exp)
     pool: str = "mean"  # "mean" (M7) or "max" over valid tokens
     element_pool: bool = False  # the head also reads each element's tokens pooled on their own
 

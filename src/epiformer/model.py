@@ -99,7 +99,8 @@ class Tokenizer(nn.Module):
             left = (self.kernel - self.patch) // 2
             x = F.pad(onehot.transpose(1, 2), (left, self.kernel - self.patch - left))  # (B, 4, L')
             return self.project(x).transpose(1, 2), token_valid  # (B, T, D)
-        return patch_max_relu(self.filter_responses(onehot)), token_valid  # (B, T, D)
+        activation = "exp" if self.stem == "conv_exp" else "relu"
+        return patch_max(self.filter_responses(onehot), activation), token_valid  # (B, T, D)
 
     def filter_responses(self, onehot: torch.Tensor) -> torch.Tensor:
         """[B, L, 4], L a multiple of p -> [B, T, p, D]: each filter on the k bases centred on each base.
@@ -129,38 +130,46 @@ class Tokenizer(nn.Module):
         return block.flatten(0, 1)
 
 
-def patch_max_relu(responses: torch.Tensor) -> torch.Tensor:
-    """[B, T, p, D] -> [B, T, D]: ReLU of each channel's largest response within each patch."""
-    return _PatchMaxReLU.apply(responses)
+def patch_max(responses: torch.Tensor, activation: str = "relu") -> torch.Tensor:
+    """[B, T, p, D] -> [B, T, D]: each channel's largest response within each patch, through `activation`.
+
+    `relu`, or `exp`: the exponential activation of Koo and Ploenzke (2021), which makes
+    first-layer filters learn whole motifs rather than parts of them. On the long demo it found
+    the insulator in seeds where ReLU did not (docs/demo_long.md, "The exponential stem").
+    """
+    return _PatchMax.apply(responses, activation)
 
 
-class _PatchMaxReLU(torch.autograd.Function):
-    """relu(amax over the patch), with a 0/1 mask of each patch's largest responses kept for the gradient.
+class _PatchMax(torch.autograd.Function):
+    """activation(amax over the patch), with a 0/1 mask of each patch's largest responses kept for the gradient.
 
-    The same values as ReLU then max pooling (ReLU and max commute), at a fraction of the cost
-    of F.max_pool1d with its indices, or of amax's own backward, on the CPU. The gradient goes
-    to the largest response of each patch, shared equally among ties (amax's rule; MaxPool1d
-    gives it all to the first), and not at all where the maximum is at most 0 (ReLU's rule).
-    Identical windows tie, as in a run of one base, so the filters' gradient is MaxPool1d's
-    and the bases' (attributions) is spread over the tied windows. Not twice differentiable.
+    The same values as the activation then max pooling (both activations rise monotonically,
+    so they commute with the max), at a fraction of the cost of F.max_pool1d with its
+    indices, or of amax's own backward, on the CPU. The gradient goes to the largest response
+    of each patch, shared equally among ties (amax's rule; MaxPool1d gives it all to the
+    first), times the activation's slope there (ReLU's: none at or below 0). Identical windows
+    tie, as in a run of one base, so the filters' gradient is MaxPool1d's and the bases'
+    (attributions) is spread over the tied windows. Not twice differentiable.
     """
 
     @staticmethod
-    def forward(ctx, responses):
+    def forward(ctx, responses, activation):
         largest = responses.amax(dim=2)  # (B, T, D)
+        out = torch.exp(largest) if activation == "exp" else largest.clamp(min=0.0)
         if ctx.needs_input_grad[0]:  # not when scoring: no mask, no memory for it
             # 1.0 where a response is its patch's maximum, in the responses' dtype: sums and
             # products of a bool mask would convert it on every use.
             winners = torch.eq(responses, largest.unsqueeze(2)).to(responses.dtype)  # (B, T, p, D)
-            ctx.save_for_backward(winners, largest > 0)
-        return largest.clamp_(min=0.0)
+            slope = out if activation == "exp" else largest > 0  # d activation / d largest
+            ctx.save_for_backward(winners, slope)
+        return out
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad):
-        winners, positive = ctx.saved_tensors
-        share = (grad * positive) / winners.sum(dim=2).clamp_(min=1)  # (B, T, D); a NaN patch has no winner
-        return winners * share.unsqueeze(2)
+        winners, slope = ctx.saved_tensors
+        share = (grad * slope) / winners.sum(dim=2).clamp_(min=1)  # (B, T, D); a NaN patch has no winner
+        return winners * share.unsqueeze(2), None
 
 
 class Attention(nn.Module):
