@@ -9,9 +9,9 @@ import pytest
 
 from tests.helpers import REPO, TINY_LONG_DEMO, TINY_MODEL, copy_workflow, run_workflow, tiny_config
 
-# As config/demo_long.yaml's span models: a convolutional stem, max pooling, each element pooled on its own.
+# As config/demo_long.yaml's span models: an exponential conv stem, max pooling, each element pooled on its own.
 SPAN_MODEL = {**TINY_MODEL, "patch_size": 16, "kernel_size": 16, "input": "span"}
-SPAN_MODEL.update(stem="conv", pool="max", element_pool=True)
+SPAN_MODEL.update(stem="conv_exp", pool="max", element_pool=True)
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +57,7 @@ def test_span_models_read_span_shards_and_every_model_the_same_test_pairs(long_r
         description = json.loads((long_run / "demo_long" / model / "model.json").read_text())
         assert description["model"]["input"] == expected and description["peak_memory_mb"] > 0
         # What a model leaves out is M7's (the linear stem and the mean); what it sets reaches the model.
-        readout = ("linear", "mean", False) if expected == "elements" else ("conv", "max", True)
+        readout = ("linear", "mean", False) if expected == "elements" else ("conv_exp", "max", True)
         assert tuple(description["model"][key] for key in ("stem", "pool", "element_pool")) == readout
 
 
