@@ -1,10 +1,11 @@
-"""The conv stem against the layers it replaces: Conv1d, ReLU and MaxPool1d, side by side.
+"""The conv stem against the layers it replaces: Conv1d, the activation and MaxPool1d, side by side.
 
 `stem: conv` computes each filter at every base and keeps each channel's largest ReLU
-response within a patch. The model does it as one matrix product over each token's bases
-and a fused patch maximum and ReLU (`Tokenizer.filter_responses`, `patch_max`); the
-reference here is the same stem written with PyTorch's layers (the model's code before),
-with the same weights. Both are timed forward + backward on the span model of
+response within a patch (`conv_exp`: exp in place of ReLU). The model does it as one matrix
+product over each token's bases and a fused patch maximum and activation
+(`Tokenizer.filter_responses`, `patch_max`); the reference here is the same stem written
+with PyTorch's layers (the model's code before), with the same weights, for the stem of
+config/demo_long.yaml's span models. Both are timed forward + backward on the span model of
 config/demo_long.yaml (a batch of spans of `--tokens` tokens in all), the stem alone and a
 whole training step (AdamW included), alternating in rounds so that a busy machine slows
 both alike. Printed: median ms, and reference / model (> 1 where the model is faster).
@@ -28,7 +29,7 @@ from epiformer.model import EPITransformer, Tokenizer
 
 
 class LayersTokenizer(Tokenizer):
-    """The conv stem as Conv1d, ReLU and MaxPool1d, on the same weights (the model's stem before)."""
+    """The conv stem as Conv1d, its activation (ReLU, or exp for conv_exp) and MaxPool1d, on the same weights."""
 
     def forward(self, onehot, valid):
         batch, length, _ = onehot.shape
@@ -38,7 +39,8 @@ class LayersTokenizer(Tokenizer):
         token_valid = valid.view(batch, -1, self.patch).any(dim=-1)
         left = (self.kernel - 1) // 2
         x = F.pad(onehot.transpose(1, 2), (left, self.kernel - 1 - left))  # (B, 4, L + tail + k - 1)
-        per_base = torch.relu(self.project(x))  # (B, D, L + tail)
+        activation = torch.exp if self.stem == "conv_exp" else torch.relu
+        per_base = activation(self.project(x))  # (B, D, L + tail)
         return F.max_pool1d(per_base, self.patch).transpose(1, 2), token_valid  # (B, T, D), a transposed view
 
 
