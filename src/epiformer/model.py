@@ -20,7 +20,7 @@ one logit per pair, [B].
 
 Tokens are a linear projection of `kernel_size` bases taken every `patch_size` bases (a
 strided convolution with no nonlinearity; 1/1 = one token per base), or with `stem: conv`
-the largest ReLU response of `kernel_size`-wide filters within each patch. Pre-norm blocks,
+the largest ReLU response of `kernel_size`-wide filters within each patch (`conv_exp`: exp). Pre-norm blocks,
 final LayerNorm, mean pooling over valid tokens only (with `pool: max`, each channel's
 largest value over them), and a small head. M7 is the linear stem and the mean; the other
 two choices exist for spans, where a mean over thousands of tokens drowns a few sites. With
@@ -83,6 +83,7 @@ class Tokenizer(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.patch, self.kernel, self.stem = config.patch_size, config.kernel_size, config.stem
+        self.activation = "exp" if self.stem == "conv_exp" else "relu"  # of the conv stems
         stride = self.patch if self.stem == "linear" else 1
         # The conv stem reads this layer's weights in `filter_responses` rather than calling it;
         # kept a Conv1d so that the weights, their initial values and saved models stay as they were.
@@ -99,8 +100,7 @@ class Tokenizer(nn.Module):
             left = (self.kernel - self.patch) // 2
             x = F.pad(onehot.transpose(1, 2), (left, self.kernel - self.patch - left))  # (B, 4, L')
             return self.project(x).transpose(1, 2), token_valid  # (B, T, D)
-        activation = "exp" if self.stem == "conv_exp" else "relu"
-        return patch_max(self.filter_responses(onehot), activation), token_valid  # (B, T, D)
+        return patch_max(self.filter_responses(onehot), self.activation), token_valid  # (B, T, D)
 
     def filter_responses(self, onehot: torch.Tensor) -> torch.Tensor:
         """[B, L, 4], L a multiple of p -> [B, T, p, D]: each filter on the k bases centred on each base.
