@@ -73,7 +73,7 @@ $(STAMP): pyproject.toml constraints.txt
 
 # System tools from Debian/Ubuntu packages, installed with apt-get when run as root: bedtools,
 # and for `make test` hisat2, for the 1 Mb of real GRCh37 chr22 it ships as an example
-# (tests/test_hisat2_region.py reads HISAT2_REFERENCE).
+# (tests/workflow/test_hisat2_region.py reads HISAT2_REFERENCE).
 HISAT2_REFERENCE := /usr/share/doc/hisat2/examples/reference/22_20-21M.fa
 NEED_HISAT2 := $(filter test,$(MAKECMDGOALS))
 

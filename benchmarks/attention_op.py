@@ -1,4 +1,4 @@
-"""epiformer.ops.linear_attention against its peer and its FLOP limit: one thread, forward + backward.
+"""epiformer.model.ops.linear_attention against its peer and its FLOP limit: one thread, forward + backward.
 
 Side by side in one run, for each head size and length (batch 1, 4 heads):
 - ours: `linear_attention` on q, k, v laid out as the model passes them (views of one
@@ -30,7 +30,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from epiformer.ops import elu_feature_map, linear_attention
+from epiformer.model.ops import elu_feature_map, linear_attention
 
 PEER_INSTALL = "pip install --no-build-isolation pytorch-fast-transformers==0.4.0"
 HEADS = 4
@@ -39,7 +39,7 @@ MATMUL_SIZE = 1024
 
 
 def reference_linear_attention(q, k, v, key_padding_mask=None, eps=1e-6):
-    """epiformer.ops.linear_attention as it was before its hand-written backward (commit 6560b13).
+    """epiformer.model.ops.linear_attention as it was before its hand-written backward (commit 6560b13).
 
     Autograd through the plain expression, with a column of ones appended to v for the normaliser.
     """

@@ -23,9 +23,9 @@ import torch
 import torch.nn.functional as F
 from long_demo_run import span_model_settings
 
-from epiformer.batches import SEGMENT_IDS
-from epiformer.configs import ModelConfig
-from epiformer.model import EPITransformer, Tokenizer
+from epiformer.data.batches import SEGMENT_IDS
+from epiformer.model.configs import ModelConfig
+from epiformer.model.transformer import EPITransformer, Tokenizer
 
 
 class LayersTokenizer(Tokenizer):

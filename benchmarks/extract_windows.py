@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from epiformer.genome import CLEAN_TABLE, Genome, index_fasta
+from epiformer.data.genome import CLEAN_TABLE, Genome, index_fasta
 
 
 def write_random_genome(path: Path, chromosomes: int, length: int, rng: np.random.Generator) -> dict[str, int]:

@@ -1,7 +1,7 @@
 """A human-sized genome, plain against bgzip: build, index and the windows stage, time and peak memory.
 
 Builds the real-data genome (data/targetfinder: hg19's 24 chromosomes at true length, N except
-the TargetFinder contigs) as bgzip with `epiformer.fragment_genome`, decompresses it to a plain
+the TargetFinder contigs) as bgzip with `epiformer.synthetic.fragment_genome`, decompresses it to a plain
 3.1 GB FASTA in a temporary folder (deleted afterwards), then on each of the two files times
 indexing (`index_fasta`: pyfaidx for plain, htslib for bgzip) and the whole windows stage
 (`build_windows`: read pairs, place windows, N filter, chromosome split, bedtools audit,
@@ -30,7 +30,7 @@ DATA = REPO / "data" / "targetfinder"
 STEPS = {
     "build": """
 import sys
-from epiformer.fragment_genome import build_fragment_genome
+from epiformer.synthetic.fragment_genome import build_fragment_genome
 build_fragment_genome(sys.argv[1], sys.argv[2], sys.argv[3])
 """,
     "decompress": """
@@ -40,13 +40,13 @@ with gzip.open(sys.argv[1], "rb") as source, open(sys.argv[2], "wb") as target:
 """,
     "index": """
 import sys
-from epiformer.genome import index_fasta
+from epiformer.data.genome import index_fasta
 index_fasta(sys.argv[1])
 """,
     "windows": """
 import sys
-from epiformer.splits import SplitSpec
-from epiformer.windows import WindowSpec, build_windows
+from epiformer.data.splits import SplitSpec
+from epiformer.data.windows import WindowSpec, build_windows
 pairs, genome, enhancer, promoter, out = sys.argv[1:6]
 build_windows(pairs, genome, WindowSpec(int(enhancer), int(promoter)),
               SplitSpec(val_chromosomes=("chr7", "chr10"), test_chromosomes=("chr8", "chr9")),

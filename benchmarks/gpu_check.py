@@ -28,21 +28,21 @@ from pathlib import Path
 
 import torch
 from long_demo_run import span_model_settings
+from scaling import scaling_table, summarise
 from sklearn.metrics import roc_auc_score
 
-from epiformer.inference import load_trained_model, predict_split
-from epiformer.model import ModelConfig
-from epiformer.scaling import scaling_table, summarise
-from epiformer.shards import load_split
-from epiformer.train import TrainConfig, train_model
+from epiformer.data.shards import load_split
+from epiformer.inference.trained_model import load_trained_model, predict_split
+from epiformer.model.transformer import ModelConfig
+from epiformer.training.train import TrainConfig, train_model
 
 DEMO_MODEL = dict(d_model=64, n_layers=2, n_heads=4, d_ff=128, patch_size=4, kernel_size=12, dropout=0.0)
 
 
 def default_config_throughput(compiled: bool, steps: int = 20, device: str = "cuda") -> float:
     """Tokens/s of optimiser steps of the default model on 3 kb + 2 kb one-hot batches of 64, bf16 autocast."""
-    from epiformer.inference import mixed_precision
-    from epiformer.model import EPITransformer
+    from epiformer.inference.devices import mixed_precision
+    from epiformer.model.transformer import EPITransformer
 
     device = torch.device(device)
     synchronize = torch.cuda.synchronize if device.type == "cuda" else lambda: None
@@ -77,9 +77,9 @@ def default_config_throughput(compiled: bool, steps: int = 20, device: str = "cu
 
 def span_training_throughput(attention: str, tokens: int, steps: int = 5, device: str = "cuda") -> dict:
     """Tokens/s and peak memory of optimiser steps on one span of `tokens` tokens, bf16 autocast on CUDA."""
-    from epiformer.batches import SEGMENT_IDS
-    from epiformer.inference import mixed_precision
-    from epiformer.model import EPITransformer
+    from epiformer.data.batches import SEGMENT_IDS
+    from epiformer.inference.devices import mixed_precision
+    from epiformer.model.transformer import EPITransformer
 
     device = torch.device(device)
     cuda = device.type == "cuda"
@@ -147,7 +147,16 @@ def main() -> None:
         return
     print(torch.__version__, torch.cuda.get_device_name(0), flush=True)
     subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_ops.py", "tests/test_model.py"],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/model/test_ops.py",
+            "tests/model/test_transformer.py",
+        ],
         check=False,
     )
     table = scaling_table([1000, 5000, 20_000, 100_000], 100_000, 100_000, device="cuda")

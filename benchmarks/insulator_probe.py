@@ -33,10 +33,10 @@ import torch.nn.functional as F
 from long_demo_run import RUN, results_dir, span_model_settings, truth_path
 from sklearn.metrics import roc_auc_score
 
-from epiformer.batches import SpanBatches
-from epiformer.configs import ModelConfig
-from epiformer.model import EPITransformer
-from epiformer.shards import load_split
+from epiformer.data.batches import SpanBatches
+from epiformer.data.shards import load_split
+from epiformer.model.configs import ModelConfig
+from epiformer.model.transformer import EPITransformer
 
 M7_KERNEL = 12  # bases per token of M7's linear stem, as config/config.yaml's models read them
 

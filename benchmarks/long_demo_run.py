@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from epiformer.demo_long import LongDemoSpec
+from epiformer.synthetic.demo_long import LongDemoSpec
 
 LONG_DEMO_CONFIG = Path(__file__).resolve().parents[1] / "config" / "demo_long.yaml"
 RUN = Path("runs/demo-long")  # the Makefile's LONG_RUN

@@ -23,11 +23,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from epiformer.batches import PairBatches, batch_loader
 from epiformer.constants import ALPHABET, SHARD_FORMAT
-from epiformer.encode import one_hot, pack_codes, pack_one_hot, write_shard
-from epiformer.model import EPITransformer, ModelConfig
-from epiformer.shards import load_split
+from epiformer.data.batches import PairBatches, batch_loader
+from epiformer.data.encode import one_hot, pack_codes, pack_one_hot, write_shard
+from epiformer.data.shards import load_split
+from epiformer.model.transformer import EPITransformer, ModelConfig
 
 WIDTHS, FLANK = {"enhancer": 256, "promoter": 224}, 8
 DEMO_MODEL = ModelConfig(
@@ -115,8 +115,8 @@ def training_pairs_per_second(shards, steps: int = 30) -> float:
 
 MEMORY_PROBE = """
 import sys
-from epiformer.batches import PairBatches, batch_loader
-from epiformer.shards import load_split
+from epiformer.data.batches import PairBatches, batch_loader
+from epiformer.data.shards import load_split
 shards = load_split(sys.argv[1], "train")
 for batch in batch_loader(PairBatches(shards, 64, shuffle=True, seed=0, epoch=1, max_shift=8)):
     pass

@@ -24,9 +24,9 @@ import time
 import numpy as np
 import torch
 
-from epiformer.batches import SEGMENT_IDS, token_budget_batches
-from epiformer.configs import ModelConfig
-from epiformer.model import EPITransformer
+from epiformer.data.batches import SEGMENT_IDS, token_budget_batches
+from epiformer.model.configs import ModelConfig
+from epiformer.model.transformer import EPITransformer
 
 MODEL = dict(d_model=32, n_layers=2, n_heads=4, d_ff=64, patch_size=1, kernel_size=1, dropout=0.0, input="span")
 

@@ -25,12 +25,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from epiformer.batches import PairBatches, SpanBatches, batch_loader
-from epiformer.configs import ModelConfig
-from epiformer.encode import encode_shards
-from epiformer.model import EPITransformer, score_batch
-from epiformer.shards import load_split
-from epiformer.spans import encode_span_shards
+from epiformer.data.batches import PairBatches, SpanBatches, batch_loader
+from epiformer.data.encode import encode_shards
+from epiformer.data.shards import load_split
+from epiformer.data.spans import encode_span_shards
+from epiformer.model.configs import ModelConfig
+from epiformer.model.transformer import EPITransformer, score_batch
 
 MODEL = ModelConfig(d_model=32, n_layers=2, n_heads=4, d_ff=64, patch_size=4, kernel_size=12, dropout=0.0)
 SPAN_MODEL = ModelConfig(**{**MODEL.to_dict(), "input": "span"})

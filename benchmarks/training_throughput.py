@@ -24,7 +24,7 @@ import time
 
 import torch
 
-from epiformer.model import EPITransformer, ModelConfig
+from epiformer.model.transformer import EPITransformer, ModelConfig
 
 CONFIGS = {
     "demo (256+224 bp, d_model 64, d_ff 128, patch 4, batch 32)": (

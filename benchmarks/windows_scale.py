@@ -20,8 +20,8 @@ import numpy as np
 
 STAGE = """
 import sys
-from epiformer.splits import SplitSpec
-from epiformer.windows import WindowSpec, build_windows
+from epiformer.data.splits import SplitSpec
+from epiformer.data.windows import WindowSpec, build_windows
 folder = sys.argv[1]
 report = build_windows(f"{folder}/pairs.csv", f"{folder}/genome.fa", WindowSpec(3000, 2000),
                        SplitSpec(val_chromosomes=("chr5",), test_chromosomes=("chr6",)),

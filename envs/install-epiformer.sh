@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the epiformer package into a conda env. Snakemake runs <env>.post-deploy.sh once,
 # inside the env, right after creating it from <env>.yaml; every envs/<env>.post-deploy.sh is a
-# symbolic link to this one file (tests/test_envs.py checks). Why this way (docs/environments.md has the details):
+# symbolic link to this one file (tests/infrastructure/test_envs.py checks). Why this way (docs/environments.md has the details):
 # - editable, from the checkout: the env runs the working tree's src/epiformer, so editing
 #   the package needs no new env;
 # - --no-deps: <env>.yaml lists every package this env's rules import (checked by the tests);

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import torch
 
-from epiformer.attributions import ExplainSpec, explain_model
-from epiformer.runlog import setup_logging
+from epiformer.interpret.attributions import ExplainSpec, explain_model
+from epiformer.io.runlog import setup_logging
 
 log = setup_logging(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)  # the rule's threads, not every core of the node

@@ -1,7 +1,7 @@
 """Fit one baseline (distance, kmer or propensity) on train; score the test split like the Transformers."""
 
-from epiformer.baselines import run_baseline
-from epiformer.runlog import setup_logging
+from epiformer.evaluation.baselines import run_baseline
+from epiformer.io.runlog import setup_logging
 
 log = setup_logging(snakemake.log[0])
 metrics = run_baseline(

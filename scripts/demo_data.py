@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from epiformer.demo import DemoSpec, generate_demo
-from epiformer.runlog import setup_logging
+from epiformer.io.runlog import setup_logging
+from epiformer.synthetic.demo import DemoSpec, generate_demo
 
 log = setup_logging(snakemake.log[0])
 spec = DemoSpec(**snakemake.params.spec)

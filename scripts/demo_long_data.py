@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from epiformer.demo_long import LongDemoSpec, generate_long_demo
-from epiformer.runlog import setup_logging
+from epiformer.io.runlog import setup_logging
+from epiformer.synthetic.demo_long import LongDemoSpec, generate_long_demo
 
 log = setup_logging(snakemake.log[0])
 spec = LongDemoSpec(**snakemake.params.spec)

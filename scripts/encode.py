@@ -3,10 +3,10 @@
 import json
 from pathlib import Path
 
-from epiformer.encode import encode_shards
-from epiformer.fileio import read_windows, sha256_file
-from epiformer.runlog import setup_logging
-from epiformer.spans import encode_span_shards
+from epiformer.data.encode import encode_shards
+from epiformer.data.spans import encode_span_shards
+from epiformer.io.files import read_windows, sha256_file
+from epiformer.io.runlog import setup_logging
 
 ENCODERS = {"windows": encode_shards, "span": encode_span_shards}  # each element's window, or one span a pair
 

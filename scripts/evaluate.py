@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from epiformer.evaluate import evaluate_model
-from epiformer.runlog import setup_logging
+from epiformer.evaluation.evaluate import evaluate_model
+from epiformer.io.runlog import setup_logging
 
 log = setup_logging(snakemake.log[0])
 metrics = evaluate_model(

@@ -1,8 +1,8 @@
 """TF-MoDISco motifs of a model's attributions, matched to JASPAR: motifs.tsv and the logos figure."""
 
-from epiformer.motif_discovery import ModiscoSpec, discover_motifs
-from epiformer.motifs import bundled_jaspar_path
-from epiformer.runlog import setup_logging
+from epiformer.interpret.motif_discovery import ModiscoSpec, discover_motifs
+from epiformer.io.runlog import setup_logging
+from epiformer.sequence.motifs import bundled_jaspar_path
 
 setup_logging(snakemake.log[0])
 discover_motifs(

@@ -1,7 +1,7 @@
 """The scaling figure re-drawn from a stored benchmark table (docs/scaling_cpu.tsv)."""
 
-from epiformer.plots import plot_scaling
-from epiformer.runlog import setup_logging
+from epiformer.evaluation.plots import plot_scaling
+from epiformer.io.runlog import setup_logging
 
 setup_logging(snakemake.log[0])
 plot_scaling(snakemake.input.table, snakemake.output.png)

@@ -3,8 +3,8 @@
 import json
 from pathlib import Path
 
-from epiformer.plots import TEST_SET_FIGURES
-from epiformer.runlog import setup_logging
+from epiformer.evaluation.plots import TEST_SET_FIGURES
+from epiformer.io.runlog import setup_logging
 
 setup_logging(snakemake.log[0])
 split_mode = json.loads(Path(snakemake.input.metrics[0]).read_text())["split_mode"]

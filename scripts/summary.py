@@ -1,7 +1,7 @@
 """One table of every (cell line, model or baseline) result."""
 
-from epiformer.runlog import setup_logging
-from epiformer.summary import ModelResult, write_summary
+from epiformer.evaluation.summary import ModelResult, write_summary
+from epiformer.io.runlog import setup_logging
 
 log = setup_logging(snakemake.log[0])
 results = [

@@ -1,7 +1,7 @@
 """Write a model's or baseline's test-split predictions as BEDPE and UCSC interact browser tracks."""
 
-from epiformer.runlog import setup_logging
-from epiformer.tracks import write_tracks
+from epiformer.io.runlog import setup_logging
+from epiformer.scoring.tracks import write_tracks
 
 setup_logging(snakemake.log[0])
 write_tracks(

@@ -2,9 +2,9 @@
 
 from pathlib import Path
 
-from epiformer.configs import ModelConfig, TrainConfig
-from epiformer.runlog import setup_logging
-from epiformer.train import train_model
+from epiformer.io.runlog import setup_logging
+from epiformer.model.configs import ModelConfig, TrainConfig
+from epiformer.training.train import train_model
 
 log = setup_logging(snakemake.log[0])
 train_config = TrainConfig(**snakemake.params.train, reverse_complement=snakemake.params.reverse_complement)

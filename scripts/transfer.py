@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from epiformer.runlog import setup_logging
-from epiformer.transfer import write_transfer
+from epiformer.evaluation.transfer import write_transfer
+from epiformer.io.runlog import setup_logging
 
 log = setup_logging(snakemake.log[0])
 cells = snakemake.params.cells

@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from epiformer.runlog import setup_logging
-from epiformer.variants import score_variants
+from epiformer.io.runlog import setup_logging
+from epiformer.scoring.variants import score_variants
 
 log = setup_logging(snakemake.log[0])
 summary = score_variants(

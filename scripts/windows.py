@@ -1,8 +1,8 @@
 """Read a cell line's pairs, place windows, assign splits, audit overlap across splits."""
 
-from epiformer.runlog import setup_logging
-from epiformer.splits import SplitSpec
-from epiformer.windows import WindowSpec, build_windows
+from epiformer.data.splits import SplitSpec
+from epiformer.data.windows import WindowSpec, build_windows
+from epiformer.io.runlog import setup_logging
 
 setup_logging(snakemake.log[0])
 build_windows(

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from epiformer.demo import DemoSpec, generate_demo
-from epiformer.encode import encode_shards
-from epiformer.splits import SplitSpec
+from epiformer.data.encode import encode_shards
+from epiformer.data.splits import SplitSpec
+from epiformer.synthetic.demo import DemoSpec, generate_demo
 from tests.helpers import (
     TINY_DEMO,
     TINY_LONG_DEMO,
@@ -60,7 +60,7 @@ def full_demo(tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_long_demo(tmp_path_factory):
     """The insulated long demo at test size: 90 pairs 3-20 kb apart on three chromosomes (~2 Mb)."""
-    from epiformer.demo_long import generate_long_demo
+    from epiformer.synthetic.demo_long import generate_long_demo
 
     return generate_long_demo(tmp_path_factory.mktemp("long"), TINY_LONG_DEMO)
 
@@ -95,8 +95,8 @@ def small_shards(small_fasta, tmp_path):
 def trained_cells(tiny_demo, tmp_path_factory):
     """Both tiny demo cell lines as training leaves them: windows.tsv, shards/ (test split chr3) and
     linear/, a tiny linear model trained for two epochs by train_model; cell line -> folder."""
-    from epiformer.model import ModelConfig  # PyTorch only where a test asks for a trained model
-    from epiformer.train import TrainConfig, train_model
+    from epiformer.model.transformer import ModelConfig  # PyTorch only where a test asks for a trained model
+    from epiformer.training.train import TrainConfig, train_model
 
     split = SplitSpec(val_chromosomes=("chr2",), test_chromosomes=("chr3",))
     training = TrainConfig(epochs=2, batch_size=16, learning_rate=3e-3, device="cpu")

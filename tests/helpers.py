@@ -22,13 +22,13 @@ import pytest
 import yaml
 
 from epiformer.constants import ELEMENTS
-from epiformer.demo import DemoSpec
-from epiformer.demo_long import LongDemoSpec
-from epiformer.encode import encode_shards
-from epiformer.genome import Genome
-from epiformer.pairs import ELEMENT_COLUMNS, read_pairs
-from epiformer.splits import SplitSpec, assign_splits
-from epiformer.windows import WindowSpec, make_windows
+from epiformer.data.encode import encode_shards
+from epiformer.data.genome import Genome
+from epiformer.data.pairs import ELEMENT_COLUMNS, read_pairs
+from epiformer.data.splits import SplitSpec, assign_splits
+from epiformer.data.windows import WindowSpec, make_windows
+from epiformer.synthetic.demo import DemoSpec
+from epiformer.synthetic.demo_long import LongDemoSpec
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
@@ -214,7 +214,7 @@ def shared_difficulty(n: int = 400, seed: int = 0):
 
 
 def independent_paired_interval(labels, scores_a, scores_b, metric, resamples, seed):
-    """The paired percentile interval of `metric(a) - metric(b)`, recomputed apart from epiformer.metrics:
+    """The paired percentile interval of `metric(a) - metric(b)`, recomputed apart from epiformer.evaluation.metrics:
     one seeded row draw per resample, both scored on it; ((lo, hi), resamples that held both classes)."""
     rng = np.random.default_rng(seed)
     draws = [rng.integers(0, len(labels), len(labels)) for _ in range(resamples)]

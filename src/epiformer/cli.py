@@ -1,9 +1,9 @@
 """The `epiformer` command line.
 
 `epiformer predict` scores new enhancer-promoter pairs with a trained model (see
-`epiformer.predict` and docs/predict.md); `epiformer variants` scores the effect of VCF
-variants in those pairs' windows (`epiformer.variants`, docs/variants.md); `epiformer tracks`
-turns scores into genome browser tracks (`epiformer.tracks`, docs/tracks.md). Each
+`epiformer.scoring.predict` and docs/predict.md); `epiformer variants` scores the effect of VCF
+variants in those pairs' windows (`epiformer.scoring.variants`, docs/variants.md); `epiformer tracks`
+turns scores into genome browser tracks (`epiformer.scoring.tracks`, docs/tracks.md). Each
 subcommand is one `add_*` function that declares its arguments and sets `run`, the
 function that carries it out (given the parsed arguments and the subcommand's parser, for
 usage errors); heavy imports (torch) wait until a command runs, so `epiformer --help`
@@ -21,6 +21,7 @@ import sys
 from functools import partial
 
 from epiformer import __version__
+from epiformer.model.configs import SCORING_BATCH_SIZE
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +99,7 @@ def add_scoring_arguments(
     parser.add_argument(
         "--batch-size",
         type=positive_int,
-        default=256,
+        default=SCORING_BATCH_SIZE,
         metavar="N",
         help="pairs per forward pass (default: %(default)s, as in evaluation)",
     )
@@ -191,20 +192,21 @@ def run_scoring(args: argparse.Namespace, parser: argparse.ArgumentParser, score
 
 
 def run_predict(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from epiformer.genome import GenomeError
-    from epiformer.pairs import PairsError
-    from epiformer.predict import ModelError, predict_pairs
+    from epiformer.data.chromosomes import GenomeError
+    from epiformer.data.pairs import PairsError
+    from epiformer.inference.trained_model import ModelError
+    from epiformer.scoring.predict import predict_pairs
 
     score = partial(predict_pairs, args.model, args.genome, args.pairs, args.out)
     return run_scoring(args, parser, score, ModelError, GenomeError, PairsError)
 
 
 def run_variants(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from epiformer.genome import GenomeError
-    from epiformer.pairs import PairsError
-    from epiformer.predict import ModelError
-    from epiformer.variants import score_variants
-    from epiformer.vcf import VcfError
+    from epiformer.data.chromosomes import GenomeError
+    from epiformer.data.pairs import PairsError
+    from epiformer.inference.trained_model import ModelError
+    from epiformer.io.vcf import VcfError
+    from epiformer.scoring.variants import score_variants
 
     score = partial(score_variants, args.model, args.genome, args.pairs, args.vcf, args.out)
     return run_scoring(args, parser, score, ModelError, GenomeError, PairsError, VcfError)
@@ -270,8 +272,9 @@ def add_tracks(commands) -> None:
 
 
 def run_tracks(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from epiformer.pairs import PairsError
-    from epiformer.tracks import TracksError, write_tracks
+    from epiformer.data.chromosomes import GenomeError
+    from epiformer.data.pairs import PairsError
+    from epiformer.scoring.tracks import TracksError, write_tracks
 
     try:
         write_tracks(
@@ -283,7 +286,7 @@ def run_tracks(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             track_name=args.name,
             with_track_line=args.track_line,
         )
-    except (TracksError, PairsError) as error:
+    except (TracksError, PairsError, GenomeError) as error:
         log.error("%s", error)
         return 1
     return 0
@@ -307,7 +310,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from epiformer.runlog import setup_logging
+    from epiformer.io.runlog import setup_logging
 
     setup_logging(getattr(args, "log", None), logging.WARNING if args.quiet else logging.INFO)
     return args.run(args, args.command_parser)

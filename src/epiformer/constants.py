@@ -1,6 +1,7 @@
 """The names every stage shares, each defined once."""
 
 ELEMENTS = ("enhancer", "promoter")  # the two elements of a pair, in the order of every table and tensor
+SEGMENT_IDS = {"enhancer": 0, "promoter": 1, "between": 2}  # a span base's segment, as the model embeds it
 SPLITS = ("train", "val", "test")
 SCORED_SPLITS = SPLITS[1:]  # what a fitted model is scored on: validation picks the threshold, test reports
 ALPHABET = "ACGT"  # one-hot channel order; N and other codes are all-zero rows
@@ -8,4 +9,6 @@ BASELINES = ("distance", "kmer", "propensity")  # the baselines `baselines.names
 SHARD_FORMAT = 3  # 2: shards carry `distance`; 3: the manifest holds the window spec once (`windows`, `flank`)
 WINDOW_FIELDS = ("chrom", "start", "end")  # per element: `{element}_{field}` columns of pairs and windows tables
 WINDOW_SHARDS, SPAN_SHARDS = "windows", "span"  # a manifest's `kind` (window manifests omit it)
-SPAN_SHARD_FORMAT = 1  # ragged span shards (`epiformer.spans`, manifest kind "span"), versioned apart from SHARD_FORMAT
+SPAN_SHARD_FORMAT = (
+    1  # ragged span shards (`epiformer.data.spans`, manifest kind "span"), versioned apart from SHARD_FORMAT
+)

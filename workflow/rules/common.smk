@@ -15,15 +15,6 @@ if (WORKFLOW_DIR / "pyproject.toml").exists():
     # envs/install-epiformer.sh installs the package into each conda env from this checkout.
     os.environ.setdefault("EPIFORMER_SOURCE", str(WORKFLOW_DIR))
 
-# Keys that moved: say where, rather than fail on the schema's "additional properties".
-for _old, _new in {
-    ("train", "mem_mb"): "resources.train.mem_mb",
-    ("train", "runtime"): "resources.train.runtime",
-}.items():
-    if _old[1] in config.get(_old[0], {}):
-        raise ValueError(f"config: {'.'.join(_old)} is now {_new}; move it there (config/README.md).")
-if "benchmark" in config:
-    raise ValueError("config: the benchmark: block is now scaling: (and `snakemake bench` is `snakemake scaling`).")
 validate(config, schema="../schemas/config.schema.yaml")
 
 samples = pd.read_csv(config["samples"], sep="\t", dtype=str, comment="#").fillna("")
@@ -106,7 +97,7 @@ for _source in (WORKFLOW_DIR, Path(os.environ.get("EPIFORMER_SOURCE", WORKFLOW_D
     if (_source / "src" / "epiformer").is_dir():
         sys.path.insert(0, str(_source / "src"))
 try:
-    from epiformer.configs import ModelConfig, TrainConfig
+    from epiformer.model.configs import ModelConfig, TrainConfig
 except ModuleNotFoundError:
     raise ModuleNotFoundError(
         "The workflow checks its settings with the epiformer package, which this Snakemake cannot import: "
@@ -224,10 +215,23 @@ def explain_jaspar(wildcards):
     return config["explain"]["jaspar"] or []
 
 
-def demo_generator_checksum(generator="demo.py"):
+DEMO_GENERATORS = {
+    # Each demo's generator and the package modules it draws from (not constants.py: the demo uses
+    # only its ALPHABET, and any other edit there would re-make the demo).
+    "demo": ("synthetic/demo.py", "sequence/motifs.py"),
+    "demo_long": ("synthetic/demo_long.py", "synthetic/demo.py", "sequence/motifs.py"),
+}
+
+
+def demo_generator_checksum(demo="demo"):
     """Re-make a demo when its generator changes (Snakemake tracks the scripts, not the package)."""
     package = WORKFLOW_DIR / "src" / "epiformer"
-    # Not constants.py: the demo uses only its ALPHABET, and any other edit there would re-make the demo.
-    names = ("demo.py", "motifs.py") if generator == "demo.py" else (generator, "demo.py", "motifs.py")
-    sources = [package / name for name in names]
-    return hashlib.sha256(b"".join(path.read_bytes() for path in sources if path.exists())).hexdigest()[:16]
+    if not package.is_dir():  # the workflow's files without the package source: the installed package
+        import epiformer
+
+        package = Path(epiformer.__file__).parent
+    sources = [package / name for name in DEMO_GENERATORS[demo]]
+    missing = [str(path) for path in sources if not path.is_file()]
+    if missing:  # a moved generator must not silently stop re-making the demo
+        raise FileNotFoundError(f"common.smk: DEMO_GENERATORS names {', '.join(missing)}, which does not exist.")
+    return hashlib.sha256(b"".join(path.read_bytes() for path in sources)).hexdigest()[:16]

@@ -38,6 +38,6 @@ rule demo_long_data:
         runtime=15,
     params:
         spec=config.get("demo_long", {}),
-        generator=demo_generator_checksum("demo_long.py"),
+        generator=demo_generator_checksum("demo_long"),
     script:
         "../../scripts/demo_long_data.py"

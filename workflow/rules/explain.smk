@@ -1,6 +1,6 @@
 # Why pairs interact (the `explain` target, run after the main one: snakemake --cores all explain):
-# attributions of each element-window model's best-scored test pairs (src/epiformer/attributions.py),
-# TF-MoDISco motifs matched to JASPAR and their logos (src/epiformer/motif_discovery.py).
+# attributions of each element-window model's best-scored test pairs (src/epiformer/interpret/attributions.py),
+# TF-MoDISco motifs matched to JASPAR and their logos (src/epiformer/interpret/motif_discovery.py).
 
 
 rule attributions:

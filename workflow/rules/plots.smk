@@ -1,4 +1,4 @@
-# Figures: PNG for the report, SVG beside each for papers (src/epiformer/plots.py draws them).
+# Figures: PNG for the report, SVG beside each for papers (src/epiformer/evaluation/plots.py draws them).
 
 
 # The test-set figures of one cell line: file name -> its label in the report.

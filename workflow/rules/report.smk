@@ -1,4 +1,4 @@
-# What only the report needs: the result tables as HTML pages (src/epiformer/html_table.py).
+# What only the report needs: the result tables as HTML pages (src/epiformer/evaluation/html_table.py).
 # A report shows a TSV as raw text and an HTML page as it is; the TSVs stay the results.
 
 

@@ -1,5 +1,5 @@
 # One table of every (cell line, model or baseline) result, and the paired model-minus-baseline
-# differences (src/epiformer/summary.py).
+# differences (src/epiformer/evaluation/summary.py).
 
 
 rule summary:

@@ -1,6 +1,6 @@
 # Genome browser tracks of each model's and baseline's test-split predictions: BEDPE (IGV) and
 # UCSC interact (custom track upload), at the sample sheet pairs file's coordinates
-# (src/epiformer/tracks.py). A pooled model's predictions are per cell line, so its tracks are too.
+# (src/epiformer/scoring/tracks.py). A pooled model's predictions are per cell line, so its tracks are too.
 
 
 rule tracks:

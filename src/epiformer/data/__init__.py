@@ -1,0 +1,1 @@
+"""From pair tables to model batches: genome, pairs, windows, splits, encoding, shards, batches."""

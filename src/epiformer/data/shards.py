@@ -1,0 +1,364 @@
+"""Reading shards back, without PyTorch: window shards (layout in `epiformer.data.encode`) and span
+shards (layout in `epiformer.data.spans`); `load_split` tells the two kinds apart by their manifest.
+
+Shards are memory-mapped, never loaded whole: a `ShardSet` parses each safetensors header
+and maps the tensors in place, so RAM stays flat however many shards a split has; only
+labels, pair ids and distances (17 bytes a pair) are read eagerly. Sequences stay bit-packed until a
+batch is made, and are unpacked per batch (`epiformer.data.batches`).
+
+`PackedPairs` holds pairs encoded on the fly (scoring new pairs) in memory and serves them
+through the same interface as a `ShardSet`, so both go through the same batch building.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import numpy as np
+
+from epiformer.constants import ELEMENTS, SHARD_FORMAT, SPAN_SHARD_FORMAT, SPAN_SHARDS, WINDOW_SHARDS
+from epiformer.io.files import sha256_file
+
+SAFETENSORS_DTYPES = {"U8": np.uint8, "I64": np.int64}
+
+
+class ShardError(ValueError):
+    """A shard that is missing, corrupt or does not match its manifest."""
+
+
+def read_manifest(shard_dir: str | Path) -> dict:
+    """A shard folder's manifest.json as it stands, of either kind; ShardError when it is missing."""
+    path = Path(shard_dir) / "manifest.json"
+    if not path.exists():
+        raise ShardError(f"{path} is missing: re-run the encode step for this cell line.")
+    return json.loads(path.read_text())
+
+
+def load_manifest(shard_dir: str | Path) -> dict:
+    """The manifest of a window shard folder; ShardError when missing or of another kind or format."""
+    path = Path(shard_dir) / "manifest.json"
+    manifest = read_manifest(shard_dir)
+    if manifest.get("kind", WINDOW_SHARDS) != WINDOW_SHARDS:
+        raise ShardError(
+            f"{path}: these are {manifest['kind']} shards (one sequence per pair); read them with "
+            "data.shards.SpanShardSet (load_split reads either kind), or encode element windows for this model."
+        )
+    if manifest.get("format_version") != SHARD_FORMAT:
+        raise ShardError(
+            f"{path}: shard format {manifest.get('format_version')}, this epiformer reads {SHARD_FORMAT}. "
+            f"Re-encode: delete {Path(shard_dir)} (or `snakemake --forcerun encode`) and run again."
+        )
+    return manifest
+
+
+def window_widths(description: dict) -> dict[str, int]:
+    """Each element's window width, from a shard manifest or a model.json (both carry `windows`)."""
+    return {element: int(description["windows"][f"{element}_width"]) for element in ELEMENTS}
+
+
+def data_fields(shard_dir) -> dict:
+    """What metrics.json records about a model's data: the split mode, whether it is leak-prone, the window spec."""
+    manifest = shard_manifest(shard_dir)
+    return {
+        "split_mode": manifest["split"]["mode"],
+        "leak_prone": manifest["split"]["leak_prone"],
+        "windows": manifest["windows"],
+    }
+
+
+def map_safetensors(path: Path) -> dict[str, np.memmap]:
+    """Memory-map every tensor of a safetensors file without reading its data."""
+    with open(path, "rb") as handle:
+        (header_size,) = struct.unpack("<Q", handle.read(8))
+        header = json.loads(handle.read(header_size))
+    header.pop("__metadata__", None)
+    data_start = 8 + header_size
+    return {
+        name: np.memmap(
+            path,
+            dtype=SAFETENSORS_DTYPES[info["dtype"]],
+            mode="r",
+            offset=data_start + info["data_offsets"][0],
+            shape=tuple(info["shape"]),
+        )
+        for name, info in header.items()
+    }
+
+
+def open_shard(path: Path, entry: dict, verify: bool, step: str = "the encode step") -> dict[str, np.memmap]:
+    """The memory-mapped tensors of one shard its manifest `entry` lists, its SHA-256 checked if `verify`."""
+    if not path.exists():
+        raise ShardError(f"{path} is listed in the manifest but missing: re-run {step}.")
+    if verify and sha256_file(path) != entry["sha256"]:
+        raise ShardError(f"{path}: SHA-256 differs from manifest.json (corrupt or foreign shard); re-encode.")
+    try:
+        return map_safetensors(path)
+    except (ValueError, KeyError, struct.error) as error:
+        raise ShardError(f"{path}: not a readable safetensors shard ({error}); re-encode.") from error
+
+
+def pooled_manifest(shard_dirs: list[str | Path]) -> dict:
+    """The manifest of several cell lines' shards read as one data set (training one model on all).
+
+    Every folder must hold windows of the same widths, flank and window settings; the
+    result is the first manifest with the shard entries of all (paths relative to their
+    own folder, in `shard_dirs` order, with the folder in `dir` and its position in `source`),
+    and the folders in `sources`.
+    """
+    manifests = [load_manifest(shard_dir) for shard_dir in shard_dirs]
+    first = manifests[0]
+    for shard_dir, manifest in zip(shard_dirs[1:], manifests[1:]):
+        for key in ("windows", "flank", "split"):
+            if manifest.get(key) != first.get(key):
+                raise ShardError(
+                    f"{shard_dir}: {key} {manifest.get(key)} differs from {shard_dirs[0]} "
+                    f"({first.get(key)}); cell lines pooled into one model need the same windows."
+                )
+    shards = [
+        {**entry, "dir": str(shard_dir), "source": source}
+        for source, (shard_dir, m) in enumerate(zip(shard_dirs, manifests))
+        for entry in m["shards"]
+    ]
+    return {
+        **first,
+        "shards": shards,
+        "inputs": [m["inputs"] for m in manifests],
+        "sources": [str(shard_dir) for shard_dir in shard_dirs],
+    }
+
+
+def shard_kind(shard_dir: str | Path) -> str:
+    """`windows` or `span`: what a shard folder's manifest says it holds."""
+    return read_manifest(shard_dir).get("kind", WINDOW_SHARDS)
+
+
+def shard_manifest(shard_dir: str | Path | list) -> dict:
+    """One folder's manifest (window or span shards), or the pooled manifest of a list of window shard folders."""
+    if isinstance(shard_dir, (list, tuple)):
+        return pooled_manifest(list(shard_dir))
+    if shard_kind(shard_dir) == SPAN_SHARDS:
+        return load_span_manifest(shard_dir)
+    return load_manifest(shard_dir)
+
+
+class ShardSet:
+    """One split's shards as a single memory-mapped table of pairs (of one folder, or pooled from several)."""
+
+    def __init__(self, shard_dir: str | Path | list, split: str, verify: bool = True):
+        pooled = isinstance(shard_dir, (list, tuple))
+        manifest = pooled_manifest(list(shard_dir)) if pooled else load_manifest(shard_dir)  # refuses span shards
+        self.entries = [s for s in manifest["shards"] if s["split"] == split]
+        if not self.entries:
+            raise ShardError(f"{shard_dir}: manifest lists no shards for the {split!r} split.")
+        self.widths = window_widths(manifest)
+        self.flank = int(manifest["flank"])
+        self.lengths = {element: width + 2 * self.flank for element, width in self.widths.items()}  # stored bases
+        self.paths = [Path(entry.get("dir", shard_dir)) / entry["path"] for entry in self.entries]
+        labels, ids, distances = [], [], []
+        for path, entry in zip(self.paths, self.entries):
+            tensors = self._check(path, entry, verify)
+            labels.append(np.array(tensors["label"]))
+            ids.append(np.array(tensors["pair_id"]))
+            distances.append(np.array(tensors["distance"]))
+        self.label = np.concatenate(labels)  # uint8 [N]
+        self.pair_id = np.concatenate(ids)  # int64 [N]; pooled cell lines may repeat ids
+        self.distance = np.concatenate(distances)  # int64 [N], -1 across chromosomes
+        # int64 [N]: which folder (cell line, when pooled) each pair comes from, its position in `shard_dir`
+        self.source = np.repeat(
+            [entry.get("source", 0) for entry in self.entries], [entry["rows"] for entry in self.entries]
+        ).astype(np.int64)
+        self.starts = np.cumsum([0] + [entry["rows"] for entry in self.entries])
+        self._maps: list[dict[str, np.memmap]] | None = None
+
+    def _check(self, path: Path, entry: dict, verify: bool) -> dict[str, np.memmap]:
+        tensors = open_shard(path, entry, verify)
+        for element in ELEMENTS:
+            expected = (entry["rows"], self.lengths[element] // 2)
+            if tensors[element].shape != expected:
+                raise ShardError(f"{path}: {element} has shape {tensors[element].shape}, manifest says {expected}.")
+        return tensors
+
+    def __len__(self) -> int:
+        return len(self.label)
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_maps": None}  # each worker process maps the files itself
+
+    def packed(self, element: str, rows: np.ndarray) -> np.ndarray:
+        """uint8 [len(rows), L/2] packed one-hot of `element` for the given pair rows (any order)."""
+        if self._maps is None:
+            self._maps = [map_safetensors(path) for path in self.paths]
+        shard_of_row = np.searchsorted(self.starts, rows, side="right") - 1
+        out = np.empty((len(rows), self.lengths[element] // 2), dtype=np.uint8)
+        for shard in np.unique(shard_of_row):
+            here = shard_of_row == shard
+            out[here] = self._maps[shard][element][rows[here] - self.starts[shard]]
+        return out
+
+
+class PackedPairs:
+    """Packed pairs held in memory, read like a `ShardSet` (same `packed`, `lengths`, `flank`, ...).
+
+    `enhancer`, `promoter`: uint8 [N, L/2] as `encode.encode_windows` returns them;
+    `pair_id`: int64 [N]; `distance`: int64 [N] as in windows.tsv; `label`: [N], zeros when unknown.
+    """
+
+    def __init__(
+        self,
+        tensors: dict[str, np.ndarray],
+        pair_id: np.ndarray,
+        distance: np.ndarray,
+        label: np.ndarray | None = None,
+        flank: int = 0,
+    ):
+        self._tensors = {element: tensors[element] for element in ELEMENTS}
+        self.lengths = {element: 2 * packed.shape[1] for element, packed in self._tensors.items()}  # stored bases
+        self.flank = flank
+        self.widths = {element: length - 2 * flank for element, length in self.lengths.items()}
+        self.pair_id = np.asarray(pair_id, dtype=np.int64)
+        self.distance = np.asarray(distance, dtype=np.int64)
+        self.source = np.zeros(len(self.pair_id), dtype=np.int64)  # one source: the pairs being scored
+        self.label = np.zeros(len(self.pair_id), dtype=np.uint8) if label is None else np.asarray(label)
+
+    def __len__(self) -> int:
+        return len(self.pair_id)
+
+    def packed(self, element: str, rows: np.ndarray) -> np.ndarray:
+        """uint8 [len(rows), L/2] packed one-hot of `element` for the given pair rows."""
+        return self._tensors[element][rows]
+
+
+def load_span_manifest(shard_dir: str | Path) -> dict:
+    """The manifest of a span shard folder; ShardError when missing or of another kind or format."""
+    path = Path(shard_dir) / "manifest.json"
+    manifest = read_manifest(shard_dir)
+    kind, version = manifest.get("kind", WINDOW_SHARDS), manifest.get("format_version")
+    if kind != SPAN_SHARDS:
+        raise ShardError(
+            f"{path}: {kind!r} shards (format {version}), not span shards: span input reads shards written by "
+            f"`epiformer.data.spans.encode_span_shards`. Re-encode {Path(shard_dir)} with span input."
+        )
+    if version != SPAN_SHARD_FORMAT:
+        raise ShardError(
+            f"{path}: span shard format {version}, this epiformer reads {SPAN_SHARD_FORMAT}. "
+            f"Re-encode: delete {Path(shard_dir)} and run the span encode step again."
+        )
+    return manifest
+
+
+class SpanShardSet:
+    """One split's span shards: `bases` memory-mapped, the per-pair tensors read eagerly.
+
+    `lengths` int64 [N] (stored bases), `segments` int64 [N, 2] (span coordinates),
+    `enhancer_first` bool [N], `between_n` int64 [N], `label` uint8 [N], `pair_id` int64 [N],
+    `distance` int64 [N] (span length), `source` int64 [N] (all 0), `flank`; `packed(row)` and
+    `onehot(row)` give one pair.
+    """
+
+    EAGER = ("lengths", "segments", "enhancer_first", "between_n", "label", "pair_id", "distance")
+
+    def __init__(self, shard_dir: str | Path, split: str, verify: bool = True):
+        manifest = load_span_manifest(shard_dir)
+        self.entries = [s for s in manifest["shards"] if s["split"] == split]
+        if not self.entries:
+            raise ShardError(f"{shard_dir}: manifest lists no span shards for the {split!r} split.")
+        self.flank = int(manifest["flank"])
+        self.windows = manifest["windows"]
+        self.paths = [Path(shard_dir) / entry["path"] for entry in self.entries]
+        columns = {name: [] for name in self.EAGER}
+        self.offsets = []  # per shard, int64 [rows + 1]
+        for path, entry in zip(self.paths, self.entries):
+            tensors = self._check(path, entry, verify)
+            for name in self.EAGER:
+                columns[name].append(np.array(tensors[name]))
+            self.offsets.append(np.array(tensors["offsets"]))
+        for name, parts in columns.items():
+            setattr(self, name, np.concatenate(parts))
+        self.enhancer_first = self.enhancer_first.astype(bool)
+        self.source = np.zeros(len(self.label), dtype=np.int64)  # one folder: spans are not pooled across cell lines
+        self.starts = np.cumsum([0] + [entry["rows"] for entry in self.entries])
+        self._bases: list[np.memmap] | None = None
+
+    def _check(self, path: Path, entry: dict, verify: bool) -> dict[str, np.memmap]:
+        tensors = open_shard(path, entry, verify, step="the span encode step")
+        rows = entry["rows"]
+        expected = {name: (rows,) for name in self.EAGER} | {"segments": (rows, 2), "offsets": (rows + 1,)}
+        for name, shape in expected.items():
+            if name not in tensors or tensors[name].shape != shape:
+                raise ShardError(
+                    f"{path}: {name} has shape {getattr(tensors.get(name), 'shape', None)}, needs {shape}."
+                )
+        offsets, lengths = np.array(tensors["offsets"]), np.array(tensors["lengths"])
+        if (
+            offsets[0] != 0
+            or offsets[-1] != len(tensors["bases"])
+            or not np.array_equal(np.diff(offsets), (lengths + 1) // 2)
+            or int(lengths.sum()) != entry["bases"]
+        ):
+            raise ShardError(f"{path}: offsets, lengths and bases disagree with each other or the manifest; re-encode.")
+        segments = np.array(tensors["segments"])
+        if not (
+            (0 <= segments[:, 0]) & (segments[:, 0] <= segments[:, 1]) & (segments[:, 1] <= lengths - 2 * self.flank)
+        ).all():
+            raise ShardError(f"{path}: segment boundaries outside their spans (flank {self.flank}); re-encode.")
+        return tensors
+
+    def __len__(self) -> int:
+        return len(self.label)
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_bases": None}  # each worker process maps the files itself
+
+    @property
+    def between_n_fraction(self) -> np.ndarray:
+        """float64 [N]: the fraction of the between segment that is N (0 where there is none)."""
+        between = self.segments[:, 1] - self.segments[:, 0]
+        return np.divide(self.between_n, between, out=np.zeros(len(self), dtype=np.float64), where=between > 0)
+
+    def packed(self, row: int) -> np.ndarray:
+        """uint8 [ceil(L / 2)]: the packed one-hot of pair `row` (a view into the memory map)."""
+        if self._bases is None:
+            self._bases = [map_safetensors(path)["bases"] for path in self.paths]
+        shard = int(np.searchsorted(self.starts, row, side="right")) - 1
+        local = row - self.starts[shard]
+        return self._bases[shard][self.offsets[shard][local] : self.offsets[shard][local + 1]]
+
+    def onehot(self, row: int) -> np.ndarray:
+        """uint8 [L, 4]: pair `row` unpacked (channels A, C, G, T; N all zeros), padding trimmed."""
+        return np.unpackbits(self.packed(row), bitorder="big").reshape(-1, 4)[: self.lengths[row]]
+
+
+def load_split(shard_dir: str | Path | list, split: str, verify: bool = True):
+    """One split's shards, checked against the manifest (hashes, shapes, row counts); a list pools folders.
+
+    A `ShardSet` for window shards, a `SpanShardSet` for span shards.
+    """
+    if not isinstance(shard_dir, (list, tuple)) and shard_kind(shard_dir) == SPAN_SHARDS:
+        return SpanShardSet(shard_dir, split, verify)
+    if isinstance(shard_dir, (list, tuple)) and any(shard_kind(folder) == SPAN_SHARDS for folder in shard_dir):
+        raise ShardError(
+            f"{', '.join(map(str, shard_dir))}: span shards cannot be pooled across cell lines yet; "
+            "train span models per cell line (pooled: false)."
+        )
+    return ShardSet(shard_dir, split, verify)
+
+
+def unpack(packed: np.ndarray, length: int) -> np.ndarray:
+    """uint8 [B, L/2] -> uint8 [B, L, 4] one-hot."""
+    return np.unpackbits(packed, axis=1, bitorder="big").reshape(len(packed), length, 4)
+
+
+def crop(onehot: np.ndarray, flank: int, shifts: np.ndarray) -> np.ndarray:
+    """[B, L, 4] -> [B, L - 2 * flank, 4], each row starting at flank + its shift."""
+    width = onehot.shape[1] - 2 * flank
+    index = (flank + shifts)[:, None] + np.arange(width)[None, :]  # (B, W)
+    return onehot[np.arange(len(onehot))[:, None], index]  # (B, W, 4)
+
+
+def reverse_complement(onehot: np.ndarray, flip: np.ndarray) -> np.ndarray:
+    """Reverse-complement the rows where `flip`; with channels A, C, G, T, complement is a channel flip."""
+    out = onehot.copy()
+    out[flip] = onehot[flip, ::-1, ::-1]
+    return out

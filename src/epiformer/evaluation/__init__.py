@@ -1,0 +1,1 @@
+"""Scores to metrics, baselines, transfer, the summary, figures and report tables."""

@@ -1,0 +1,314 @@
+"""Figures: test curves, calibration, training curves, model comparison, transfer, scaling.
+
+Each function takes paths to workflow outputs and writes one figure as PNG and, beside it,
+SVG (same name, `.svg`) for papers; matplotlib runs on the non-interactive Agg backend so
+the workflow needs no display. Models are drawn in solid lines, baselines dashed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from sklearn.metrics import average_precision_score, precision_recall_curve, roc_auc_score, roc_curve  # noqa: E402
+
+from epiformer.constants import BASELINES  # noqa: E402
+from epiformer.io.files import atomic_write  # noqa: E402
+
+
+def line_style(name: str) -> str:
+    return "--" if name in BASELINES else "-"
+
+
+def save_figure(fig, out_png: str | Path) -> None:
+    """PNG (for the report) and SVG beside it, each written atomically."""
+    out_png = Path(out_png)
+    for path, options in ((out_png, {"dpi": 120}), (out_png.with_suffix(".svg"), {})):
+        atomic_write(path, lambda temporary, o=options, p=path: fig.savefig(temporary, format=p.suffix[1:], **o))
+    plt.close(fig)
+
+
+def split_caption(split_mode: str) -> str:
+    """What every figure says about its split; a random split is flagged as leak-prone."""
+    return "held-out chromosomes" if split_mode == "chromosome" else f"{split_mode} split - LEAK-PRONE"
+
+
+def plot_roc_pr(
+    cell_line: str, predictions: dict[str, str | Path], out_png: str | Path, split_mode: str = "chromosome"
+) -> None:
+    """ROC (left) and precision-recall (right, with the prevalence line) for every model of a cell line."""
+    fig, (roc_ax, pr_ax) = plt.subplots(1, 2, figsize=(10, 4.5))
+    prevalence = None
+    for model, path in predictions.items():
+        frame = pd.read_csv(path, sep="\t")
+        labels, scores = frame["label"], frame["score"]
+        fpr, tpr, _ = roc_curve(labels, scores)
+        precision, recall, _ = precision_recall_curve(labels, scores)
+        style = line_style(model)
+        roc_ax.plot(fpr, tpr, style, label=f"{model} (AUROC {roc_auc_score(labels, scores):.3f})")
+        # Steps, as average precision integrates them; tied scores (a constant baseline) then
+        # read as a flat line at the prevalence instead of a misleading diagonal.
+        pr_ax.plot(
+            recall,
+            precision,
+            style,
+            drawstyle="steps-post",
+            label=f"{model} (AUPRC {average_precision_score(labels, scores):.3f})",
+        )
+        prevalence = labels.mean()
+    roc_ax.plot([0, 1], [0, 1], color="grey", linestyle=":", label="chance")
+    if prevalence is not None:
+        pr_ax.axhline(prevalence, color="grey", linestyle=":", label=f"prevalence {prevalence:.2f}")
+    roc_ax.set(
+        xlabel="False positive rate",
+        ylabel="True positive rate",
+        title=f"{cell_line}: ROC, test ({split_caption(split_mode)})",
+    )
+    pr_ax.set(
+        xlabel="Recall",
+        ylabel="Precision",
+        ylim=(0, 1.02),
+        title=f"{cell_line}: PR, test ({split_caption(split_mode)})",
+    )
+    roc_ax.legend(loc="lower right", fontsize=8)
+    pr_ax.legend(loc="lower center", ncol=2, fontsize=7)  # below the prevalence line, where curves rarely go
+    for ax in (roc_ax, pr_ax):
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    save_figure(fig, out_png)
+
+
+def plot_training(
+    cell_line: str, model: str, train_log: str | Path, out_png: str | Path, split_mode: str = "chromosome"
+) -> None:
+    """Loss (left) and validation AUROC/AUPRC (right) per epoch."""
+    log = pd.read_csv(train_log, sep="\t")
+    fig, (loss_ax, metric_ax) = plt.subplots(1, 2, figsize=(10, 4))
+    loss_ax.plot(log["epoch"], log["train_loss"], marker="o", label="train (class-weighted)")
+    loss_ax.plot(log["epoch"], log["val_loss"], marker="o", label="validation")
+    metric_ax.plot(log["epoch"], log["val_auroc"], marker="o", label="validation AUROC")
+    metric_ax.plot(log["epoch"], log["val_auprc"], marker="o", label="validation AUPRC")
+    loss_ax.set(xlabel="epoch", ylabel="binary cross-entropy", title="loss")
+    metric_ax.set(xlabel="epoch", ylabel="score", ylim=(0, 1), title=f"validation ({split_caption(split_mode)})")
+    for ax in (loss_ax, metric_ax):
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+    fig.suptitle(f"{model} trained on {cell_line}")
+    fig.tight_layout()
+    save_figure(fig, out_png)
+
+
+def plot_scaling(table_path: str | Path, out_png: str | Path) -> None:
+    """Time (left) and peak memory (right) against tokens, log-log, with O(T) and O(T^2) guides."""
+    table = pd.read_csv(table_path, sep="\t")
+    fig, (time_ax, memory_ax) = plt.subplots(1, 2, figsize=(11, 4.5))
+    styles = {"linear": "-", "softmax": "--"}
+    for (component, attention), part in table.groupby(["component", "attention"]):
+        label = f"{component}, {attention}"
+        time_ax.plot(part["tokens"], part["seconds"], styles[attention], marker="o", label=label)
+        memory_ax.plot(part["tokens"], part["peak_mb"].clip(lower=0.1), styles[attention], marker="o", label=label)
+    anchor = table[(table.component == "attention") & (table.attention == "linear")].sort_values("tokens")
+    if len(anchor):
+        tokens = anchor["tokens"].to_numpy(float)
+        start_t, start_s = tokens[0], anchor["seconds"].iloc[0]
+        time_ax.plot(tokens, start_s * tokens / start_t, color="grey", linestyle=":", label="O(T) guide")
+        time_ax.plot(tokens, start_s * (tokens / start_t) ** 2, color="black", linestyle=":", label="O(T²) guide")
+    time_ax.set(
+        xscale="log", yscale="log", xlabel="tokens T", ylabel="seconds (forward + backward)", title="Time per pass"
+    )
+    memory_ax.set(xscale="log", yscale="log", xlabel="tokens T", ylabel="peak extra memory (MB)", title="Peak memory")
+    for ax in (time_ax, memory_ax):
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7)
+    device = table["device"].iloc[0] if len(table) else "?"
+    fig.suptitle(f"M7 linear vs softmax attention, batch 1, {device}")
+    fig.tight_layout()
+    save_figure(fig, out_png)
+
+
+def reliability(labels: np.ndarray, scores: np.ndarray, bins: int = 10) -> pd.DataFrame:
+    """Mean score and observed positive rate per equal-width score bin (empty bins left out)."""
+    edges = np.linspace(0, 1, bins + 1)
+    which = np.clip(np.digitize(scores, edges[1:-1]), 0, bins - 1)
+    frame = pd.DataFrame({"bin": which, "score": scores, "label": labels})
+    return (
+        frame.groupby("bin")
+        .agg(mean_score=("score", "mean"), positive_rate=("label", "mean"), pairs=("label", "size"))
+        .reset_index()
+    )
+
+
+def plot_calibration(
+    cell_line: str, predictions: dict[str, str | Path], out_png: str | Path, split_mode: str = "chromosome"
+) -> None:
+    """Reliability diagram (top) and score histograms (bottom) of every model on the test split."""
+    fig, (curve_ax, hist_ax) = plt.subplots(2, 1, figsize=(6.5, 7), height_ratios=[3, 1.3], sharex=True)
+    curve_ax.plot([0, 1], [0, 1], color="grey", linestyle=":", label="perfectly calibrated")
+    for model, path in predictions.items():
+        frame = pd.read_csv(path, sep="\t")
+        table = reliability(frame["label"].to_numpy(), frame["score"].to_numpy())
+        (line,) = curve_ax.plot(
+            table["mean_score"], table["positive_rate"], line_style(model), marker="o", markersize=4, label=model
+        )
+        hist_ax.hist(
+            frame["score"],
+            bins=np.linspace(0, 1, 21),
+            histtype="step",
+            color=line.get_color(),
+            linestyle=line_style(model),
+        )
+    curve_ax.set(
+        ylabel="observed fraction of positives",
+        xlim=(0, 1),
+        ylim=(0, 1),
+        title=f"{cell_line}: calibration, test ({split_caption(split_mode)})",
+    )
+    hist_ax.set(xlabel="predicted probability (10 equal-width bins above)", ylabel="pairs")
+    curve_ax.legend(fontsize=8, loc="upper left")
+    for ax in (curve_ax, hist_ax):
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    save_figure(fig, out_png)
+
+
+# The test-set figures of one cell line, by the name of their file (results/plots/{cell}/{name}.png);
+# each takes (cell line, model -> predictions.tsv, PNG path, split mode).
+TEST_SET_FIGURES = {"roc_pr": plot_roc_pr, "calibration": plot_calibration}
+
+
+def plot_comparison(summary_tsv: str | Path, out_png: str | Path) -> None:
+    """AUROC and AUPRC with 95% intervals for every (cell line, model or baseline), one row per cell line."""
+    table = pd.read_csv(summary_tsv, sep="\t")
+    cells = list(dict.fromkeys(table["cell_line"]))
+    fig, axes = plt.subplots(
+        len(cells), 2, figsize=(10, 1.2 + 0.45 * table.groupby("cell_line").size().max() * len(cells)), squeeze=False
+    )
+    for row, cell in zip(axes, cells):
+        part = table[table["cell_line"] == cell].reset_index(drop=True)
+        for ax, metric in zip(row, ("auroc", "auprc")):
+            for y, entry in part.iterrows():
+                colour = "tab:grey" if entry["kind"] == "baseline" else "tab:blue"
+                ax.errorbar(
+                    entry[metric],
+                    y,
+                    xerr=[[entry[metric] - entry[f"{metric}_lo"]], [entry[f"{metric}_hi"] - entry[metric]]],
+                    fmt="o",
+                    color=colour,
+                    capsize=3,
+                )
+            if metric == "auroc":
+                ax.axvline(0.5, color="grey", linestyle=":", label="chance")
+                if "oracle_auroc" in part and part["oracle_auroc"].notna().any():
+                    ax.axvline(
+                        part["oracle_auroc"].dropna().iloc[0],
+                        color="tab:green",
+                        linestyle="--",
+                        label="oracle (true probabilities)",
+                    )
+            else:
+                ax.axvline(
+                    part["positives"].iloc[0] / part["n_test"].iloc[0],
+                    color="grey",
+                    linestyle=":",
+                    label="prevalence (chance)",
+                )
+            ax.set_yticks(range(len(part)), part["model"])
+            ax.invert_yaxis()
+            ax.set(xlabel=f"test {metric.upper()} (95% bootstrap interval)", title=f"{cell}: {metric.upper()}")
+            ax.grid(alpha=0.3, axis="x")
+            ax.legend(fontsize=7, loc="best")
+    fig.suptitle("Transformers (blue) against baselines (grey), held-out test pairs")
+    fig.tight_layout(rect=(0, 0, 1, 0.99))  # keep the title clear of the first row's panel titles
+    save_figure(fig, out_png)
+
+
+def plot_cost(summary_tsv: str | Path, out_png: str | Path) -> None:
+    """Test AUROC (95% interval) against training time for every Transformer, one panel per cell line.
+
+    Marker shape says the input (circle: the two element windows; square: the span), colour the
+    attention (blue: linear, M7; orange: softmax). The oracle and, where the truth table gives
+    it, the best AUROC the element windows allow are drawn as lines.
+    """
+    table = pd.read_csv(summary_tsv, sep="\t")
+    table = table[table["kind"] == "transformer"]
+    cells = list(dict.fromkeys(table["cell_line"]))
+    fig, axes = plt.subplots(1, max(1, len(cells)), figsize=(7.5 * max(1, len(cells)), 4.8), squeeze=False)
+    for ax, cell in zip(axes[0], cells):
+        part = table[table["cell_line"] == cell]
+        labelled = []  # (log10 minutes, AUROC) of the points labelled so far
+        for entry in part.itertuples():
+            ax.errorbar(
+                entry.train_seconds / 60,
+                entry.auroc,
+                yerr=[[entry.auroc - entry.auroc_lo], [entry.auroc_hi - entry.auroc]],
+                fmt="s" if getattr(entry, "input", "elements") == "span" else "o",
+                color="tab:orange" if entry.attention == "softmax" else "tab:blue",
+                capsize=3,
+            )
+            label = entry.model
+            if getattr(entry, "epochs_trained", None) is not None and entry.epochs_trained == entry.epochs_trained:
+                label += f" ({entry.epochs_trained:.3g} epochs)"  # fewer when the time budget stopped it
+            here = (np.log10(max(entry.train_seconds, 1e-3) / 60), entry.auroc)
+            # Models that cost and score alike would print their labels on top of each other: move
+            # each label away from those already there, up when its point is higher, down when lower.
+            near = [y for x, y in labelled if abs(here[0] - x) < 0.6 and abs(here[1] - y) < 0.04]
+            shift = 13 * (sum(here[1] >= y for y in near) - sum(here[1] < y for y in near))
+            labelled.append(here)
+            ax.annotate(
+                label, (entry.train_seconds / 60, entry.auroc), textcoords="offset points", xytext=(6, 4 + shift)
+            )
+        for column, style, label in (
+            ("oracle_auroc", "--", "oracle (true probabilities)"),
+            ("element_ceiling_auroc", ":", "best from the element windows"),
+        ):
+            if column in part and part[column].notna().any():
+                ax.axhline(part[column].dropna().iloc[0], color="tab:green", linestyle=style, label=label)
+        ax.axhline(0.5, color="grey", linestyle=":", linewidth=0.8)
+        ax.set_xscale("log")
+        minutes = part["train_seconds"].dropna() / 60
+        if len(minutes):  # room on the right for the labels
+            ax.set_xlim(minutes.min() / 2, minutes.max() * 6)
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}"))
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.set(xlabel="training time (minutes, log scale)", ylabel="test AUROC (95% interval)", title=cell)
+        ax.grid(alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, loc="lower right")
+    fig.suptitle(
+        "Accuracy against training cost: circles read the element windows, squares the span;\n"
+        "blue linear attention (M7), orange softmax",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    save_figure(fig, out_png)
+
+
+def plot_transfer(table_tsv: str | Path, model: str, out_png: str | Path) -> None:
+    """Train-cell x test-cell heatmaps of AUROC (left) and AUPRC (right) for one model."""
+    table = pd.read_csv(table_tsv, sep="\t")
+    cells = list(dict.fromkeys(table["train_cell"]))
+    size = 2.5 + 0.7 * len(cells)
+    fig, axes = plt.subplots(1, 2, figsize=(2 * size + 1.5, size))
+    for ax, metric in zip(axes, ("auroc", "auprc")):
+        matrix = table.pivot(index="train_cell", columns="test_cell", values=metric).loc[cells, cells]
+        # AUROC on a diverging scale centred on chance, so worse-than-chance transfer shows too.
+        cmap, dark = (
+            ("coolwarm", lambda v: abs(v - 0.5) > 0.35) if metric == "auroc" else ("viridis", lambda v: v < 0.5)
+        )
+        image = ax.imshow(matrix.to_numpy(), cmap=cmap, vmin=0, vmax=1)
+        for (i, j), value in np.ndenumerate(matrix.to_numpy()):
+            ax.text(
+                j, i, f"{value:.2f}", ha="center", va="center", fontsize=10, color="white" if dark(value) else "black"
+            )
+        ax.set_xticks(range(len(cells)), cells, rotation=45, ha="right")
+        ax.set_yticks(range(len(cells)), cells)
+        ax.set(xlabel="tested on (test split)", ylabel="trained on", title=f"{model}: {metric.upper()}")
+        fig.colorbar(image, ax=ax, shrink=0.8)
+    fig.tight_layout()
+    save_figure(fig, out_png)

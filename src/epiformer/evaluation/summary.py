@@ -1,0 +1,292 @@
+"""The summary table: one row per (cell line, model or baseline) with metrics, intervals, cost.
+
+`summary.tsv` columns: cell_line, model, kind (transformer or baseline), attention (linear,
+softmax; empty for baselines), input (what the model reads: elements, the two windows, or
+span, everything from one window to the other; elements for baselines), auroc, auroc_lo,
+auroc_hi, auprc, auprc_lo, auprc_hi, f1, mcc, balanced_accuracy, n_test, positives,
+split_mode, parameters (fitted coefficients for a baseline), train_seconds, tokens_per_s,
+device, peak_memory_mb (the training process's peak resident memory, or the GPU's peak
+allocation), epochs_trained (fewer than train.epochs when early stopping or the time budget
+train.max_minutes ended training; these five empty for baselines), oracle_auroc (empty unless the sample sheet
+names a truth table, as the demo does: the AUROC of the true interaction probabilities on
+the same test pairs), element_ceiling_auroc (the same for the best score the two element
+windows allow, when the truth table has `p_elements`, as the long demo's does). Then, for
+each baseline b (in the order of the results), the paired comparison of a Transformer with
+b on the same cell line's test pairs: auroc_diff_b, auroc_diff_b_lo, auroc_diff_b_hi, auprc_diff_b, auprc_diff_b_lo,
+auprc_diff_b_hi (model minus baseline and its paired bootstrap 95% interval; empty on
+baseline rows).
+
+`paired_comparison.tsv` holds the same comparisons in long form, one row per (cell line,
+model, baseline, metric): cell_line, model, baseline, metric (auroc, auprc), model_value,
+baseline_value, difference (model_value - baseline_value), lo, hi, excludes_zero (the
+interval lies wholly above or below 0), n_test, positives, resamples (drawn),
+resamples_used (those holding both classes), seed. Each resample draws the test pairs once
+and scores both the model and the baseline on them (`metrics.paired_bootstrap_difference`),
+so the interval is that of the difference itself; two unpaired intervals that overlap say
+little about it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sklearn.metrics import roc_auc_score
+
+from epiformer.evaluation.metrics import fast_average_precision, fast_roc_auc, paired_bootstrap_difference
+from epiformer.io.files import atomic_write_text
+
+# sklearn's values (tested equal), fast enough for models x baselines x 1000 resamples
+PAIRED_METRICS = {"auroc": fast_roc_auc, "auprc": fast_average_precision}
+
+
+@dataclass
+class ModelResult:
+    cell_line: str
+    model: str
+    metrics: Path
+    description: Path | None  # model.json; None for a baseline
+    predictions: Path
+    truth: Path | None = None
+
+
+def oracle_auroc(predictions: Path, truth: Path) -> float:
+    """AUROC of the generator's true probabilities (`p_interact`) on the evaluated pairs."""
+    frame = pd.read_csv(predictions, sep="\t").merge(pd.read_csv(truth, sep="\t")[["pair_id", "p_interact"]])
+    return float(roc_auc_score(frame["label"], frame["p_interact"]))
+
+
+def element_ceiling_auroc(predictions: Path, truth: Path) -> float | None:
+    """AUROC of the best score the two element windows allow (`p_elements`, the long demo's truth), or None."""
+    truth_frame = pd.read_csv(truth, sep="\t")
+    if "p_elements" not in truth_frame.columns:
+        return None
+    frame = pd.read_csv(predictions, sep="\t").merge(truth_frame[["pair_id", "p_elements"]])
+    return float(roc_auc_score(frame["label"], frame["p_elements"]))
+
+
+def summary_row(result: ModelResult) -> dict:
+    metrics = json.loads(Path(result.metrics).read_text())
+    description = json.loads(Path(result.description).read_text()) if result.description else None
+    return {
+        "cell_line": result.cell_line,
+        "model": result.model,
+        "kind": "transformer" if description else "baseline",
+        "attention": description["model"]["attention"] if description else None,
+        # Baselines read the element windows (and their distance); models say what they read.
+        "input": description["model"]["input"] if description else "elements",
+        "auroc": metrics["auroc"],
+        "auroc_lo": metrics["auroc_ci95"][0],
+        "auroc_hi": metrics["auroc_ci95"][1],
+        "auprc": metrics["auprc"],
+        "auprc_lo": metrics["auprc_ci95"][0],
+        "auprc_hi": metrics["auprc_ci95"][1],
+        "f1": metrics.get("f1"),
+        "mcc": metrics.get("mcc"),
+        "balanced_accuracy": metrics.get("balanced_accuracy"),
+        "n_test": metrics["n_test"],
+        "positives": metrics["positives"],
+        "split_mode": metrics["split_mode"] + (" (leak-prone)" if metrics["split_mode"] == "random" else ""),
+        **(_cost(description) if description else _baseline_cost(metrics)),
+        "oracle_auroc": oracle_auroc(result.predictions, result.truth) if result.truth else None,
+        "element_ceiling_auroc": element_ceiling_auroc(result.predictions, result.truth) if result.truth else None,
+    }
+
+
+def _cost(description: dict) -> dict:
+    keys = ("parameters", "train_seconds", "tokens_per_s", "device", "peak_memory_mb", "epochs_trained")
+    return {key: description[key] for key in keys}
+
+
+def _baseline_cost(metrics: dict) -> dict:
+    baseline = metrics.get("baseline", {})
+    # No timing: metrics.json stays byte-identical between runs.
+    return {
+        "parameters": baseline.get("features", 0) + 1,
+        "train_seconds": None,
+        "tokens_per_s": None,
+        "device": None,
+        "peak_memory_mb": None,
+        "epochs_trained": None,
+    }
+
+
+PAIRED_COLUMNS = [
+    "cell_line",
+    "model",
+    "baseline",
+    "metric",
+    "model_value",
+    "baseline_value",
+    "difference",
+    "lo",
+    "hi",
+    "excludes_zero",
+    "n_test",
+    "positives",
+    "resamples",
+    "resamples_used",
+    "seed",
+]
+
+
+def paired_predictions(model_predictions, baseline_predictions) -> pd.DataFrame:
+    """Two predictions.tsv files side by side: pair_id, label, score_model, score_baseline, by pair_id.
+
+    Raises ValueError naming both files unless they hold the same pair_ids, each once, with
+    the same labels: a paired comparison needs identical test pairs.
+    """
+    frames = [pd.read_csv(path, sep="\t") for path in (model_predictions, baseline_predictions)]
+    names = f"{model_predictions} and {baseline_predictions}"
+    fix = "evaluate both on the test split of the same results/{cell}/shards (re-run the older one with --forcerun)"
+    for path, frame in zip((model_predictions, baseline_predictions), frames):
+        if frame["pair_id"].duplicated().any():
+            raise ValueError(
+                f"{path}: pair_id {frame['pair_id'][frame['pair_id'].duplicated()].iloc[0]} appears twice; "
+                f"cannot pair it with the other file of {names}."
+            )
+    only = [sorted(set(a["pair_id"]) - set(b["pair_id"])) for a, b in (frames, frames[::-1])]
+    if only[0] or only[1]:
+        raise ValueError(
+            f"{names} do not hold the same test pairs: {len(only[0])} pair_id(s) only in the first "
+            f"(e.g. {only[0][:3]}), {len(only[1])} only in the second (e.g. {only[1][:3]}); {fix}."
+        )
+    both = frames[0].merge(frames[1], on="pair_id", suffixes=("_model", "_baseline")).sort_values("pair_id")
+    differ = both["label_model"] != both["label_baseline"]
+    if differ.any():
+        raise ValueError(
+            f"{names} give different labels to {int(differ.sum())} test pair(s) "
+            f"(e.g. pair_id {both['pair_id'][differ].iloc[0]}); {fix}."
+        )
+    return both.rename(columns={"label_model": "label"}).drop(columns="label_baseline").reset_index(drop=True)
+
+
+def paired_comparison(results: list[ModelResult], resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """Every Transformer against every baseline of its cell line: the long table of `paired_comparison.tsv`.
+
+    One row per (cell line, model, baseline, metric) with the columns of PAIRED_COLUMNS (see
+    the module docstring); `resamples` and `seed` as `evaluate.bootstrap` and `evaluate.seed`.
+    """
+    rows = []
+    for cell in dict.fromkeys(result.cell_line for result in results):
+        here = [result for result in results if result.cell_line == cell]
+        for model in (result for result in here if result.description):
+            for baseline in (result for result in here if not result.description):
+                pairs = paired_predictions(model.predictions, baseline.predictions)
+                labels = pairs["label"].to_numpy(int)
+                model_scores = pairs["score_model"].to_numpy(float)
+                baseline_scores = pairs["score_baseline"].to_numpy(float)
+                for metric, score in PAIRED_METRICS.items():
+                    paired = paired_bootstrap_difference(labels, model_scores, baseline_scores, score, resamples, seed)
+                    rows.append(
+                        {
+                            "cell_line": cell,
+                            "model": model.model,
+                            "baseline": baseline.model,
+                            "metric": metric,
+                            "model_value": float(score(labels, model_scores)),
+                            "baseline_value": float(score(labels, baseline_scores)),
+                            "difference": paired["difference"],
+                            "lo": paired["lo"],
+                            "hi": paired["hi"],
+                            "excludes_zero": bool(paired["lo"] > 0 or paired["hi"] < 0),
+                            "n_test": len(labels),
+                            "positives": int(labels.sum()),
+                            "resamples": resamples,
+                            "resamples_used": paired["resamples_used"],
+                            "seed": seed,
+                        }
+                    )
+    return pd.DataFrame(rows, columns=PAIRED_COLUMNS)
+
+
+def with_paired_columns(table: pd.DataFrame, paired: pd.DataFrame) -> pd.DataFrame:
+    """`table` (summary rows) with {metric}_diff_{baseline}[_lo, _hi] for each baseline row's model, from `paired`.
+
+    Values fill the rows of Transformer models; baseline rows, and comparisons `paired` lacks, stay NaN.
+    """
+    values = {}
+    for row in paired.itertuples():
+        for suffix, value in (("", row.difference), ("_lo", row.lo), ("_hi", row.hi)):
+            values[(row.cell_line, row.model, f"{row.metric}_diff_{row.baseline}{suffix}")] = value
+    table = table.copy()
+    for baseline in dict.fromkeys(table.loc[table["kind"] == "baseline", "model"]):
+        for metric in PAIRED_METRICS:
+            for suffix in ("", "_lo", "_hi"):
+                column = f"{metric}_diff_{baseline}{suffix}"
+                table[column] = [
+                    values.get((cell, model, column), np.nan) for cell, model in zip(table["cell_line"], table["model"])
+                ]
+    return table
+
+
+def write_summary(
+    results: list[ModelResult], tsv_path, markdown_path, paired_path=None, resamples: int = 1000, seed: int = 0
+) -> pd.DataFrame:
+    """Write summary.tsv, summary.md and, given `paired_path`, paired_comparison.tsv; return the summary table.
+
+    `resamples` and `seed` drive the paired bootstrap (the workflow passes `evaluate.bootstrap`
+    and `evaluate.seed`, as for each model's own intervals).
+    """
+    paired = paired_comparison(results, resamples, seed)
+    table = with_paired_columns(pd.DataFrame([summary_row(r) for r in results]), paired)
+    atomic_write_text(Path(tsv_path), table.to_csv(sep="\t", index=False, float_format="%.4g"))
+    atomic_write_text(Path(markdown_path), to_markdown(table, paired))
+    if paired_path is not None:
+        atomic_write_text(Path(paired_path), paired.to_csv(sep="\t", index=False, float_format="%.4g"))
+    return table
+
+
+def to_markdown(table: pd.DataFrame, paired: pd.DataFrame | None = None) -> str:
+    lines = [
+        "| cell line | model | AUROC (95% CI) | AUPRC (95% CI) | F1 | MCC | oracle AUROC | parameters | train s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in table.itertuples():
+        name = row.model if row.kind == "transformer" else f"{row.model} (baseline)"
+        lines.append(
+            f"| {row.cell_line} | {name} | {row.auroc:.3f} ({row.auroc_lo:.3f}-{row.auroc_hi:.3f}) | "
+            f"{row.auprc:.3f} ({row.auprc_lo:.3f}-{row.auprc_hi:.3f}) | {_number(row.f1)} | {_number(row.mcc)} | "
+            f"{_number(row.oracle_auroc)} | {row.parameters} | {_number(row.train_seconds, '.0f')} |"
+        )
+    if paired is not None and len(paired):
+        lines += ["", *paired_markdown(paired)]
+    return "\n".join(lines) + "\n"
+
+
+def paired_markdown(paired: pd.DataFrame) -> list[str]:
+    """The summary.md section of `paired`: one line per (cell line, model, baseline), Δ = model − baseline."""
+    resamples, seed = paired["resamples"].iloc[0], paired["seed"].iloc[0]
+    lines = [
+        "## Transformer minus baseline, on the same test pairs",
+        "",
+        f"Δ = model − baseline; [95% interval] from {resamples} paired bootstrap resamples (seed {seed}) that "
+        "draw the test pairs once for both. An interval that excludes 0 shows a difference; "
+        "overlapping per-model intervals do not show its absence.",
+        "",
+        "| cell line | model vs baseline | Δ AUROC [95% CI] | excludes 0 | Δ AUPRC [95% CI] | excludes 0 |",
+        "|---|---|---|---|---|---|",
+    ]
+    by_metric = paired.set_index(["cell_line", "model", "baseline", "metric"])
+    for cell, model, baseline in dict.fromkeys(zip(paired["cell_line"], paired["model"], paired["baseline"])):
+        cells = []
+        for metric in PAIRED_METRICS:
+            row = by_metric.loc[(cell, model, baseline, metric)]
+            cells += [f"{row.difference:+.3f} [{row.lo:+.3f}, {row.hi:+.3f}]", _verdict(row.lo, row.hi)]
+        lines.append(f"| {cell} | {model} vs {baseline} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _verdict(low: float, high: float) -> str:
+    if low > 0:
+        return "yes: model better"
+    if high < 0:
+        return "yes: baseline better"
+    return "no"
+
+
+def _number(value, spec: str = ".3f") -> str:
+    return "" if value is None or pd.isna(value) else format(value, spec)

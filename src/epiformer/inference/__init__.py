@@ -1,0 +1,1 @@
+"""A trained model folder in, scores out, on the best device there is."""

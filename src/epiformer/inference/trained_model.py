@@ -1,0 +1,120 @@
+"""A trained model folder in, scores out.
+
+A model folder (`results/{cell}/{model}` or `results/pooled/{model}`) holds `model.json`
+(the ModelConfig under `model`, the window settings under `windows`, training details) and
+`model.safetensors` (the weights). Evaluation, prediction, variants, attributions and
+transfer load it here; none of them needs the training loop, its data-parallel processes,
+signals or checkpoints.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from epiformer.constants import ELEMENTS
+from epiformer.data.batches import PairBatches, SpanBatches, batch_loader
+from epiformer.data.shards import SpanShardSet
+from epiformer.inference.devices import mixed_precision
+from epiformer.model.configs import SCORING_BATCH_SIZE, SCORING_TOKENS
+from epiformer.model.transformer import EPITransformer, ModelConfig, score_batch
+
+MODEL_FILES = ("model.json", "model.safetensors")
+
+
+class ModelError(ValueError):
+    """A model folder that is missing, incomplete, or not written by epiformer training."""
+
+
+def read_model_description(model_dir: str | Path) -> dict:
+    """`model.json` of a model folder, checked to hold a model and both window widths; ModelError says the fix."""
+    model_dir = Path(model_dir)
+    hint = (
+        "Give a trained model folder, results/<cell>/<model> (or results/pooled/<model>), that holds "
+        "model.json and model.safetensors."
+    )
+    if not model_dir.exists():
+        raise ModelError(f"Model folder not found: {model_dir}. {hint}")
+    if model_dir.is_file():
+        raise ModelError(f"{model_dir} is a file, not a model folder. {hint} (Perhaps {model_dir.parent}?)")
+    missing = [name for name in MODEL_FILES if not (model_dir / name).is_file()]
+    if missing:
+        inside = sorted(path.parent.name for path in model_dir.glob(f"*/{MODEL_FILES[0]}"))
+        fix = hint
+        if inside:
+            fix = f"It holds the model folder(s) {', '.join(inside)}: give one, e.g. --model {model_dir / inside[0]}."
+        raise ModelError(f"{model_dir} has no {' or '.join(missing)}. {fix}")
+    try:
+        description = json.loads((model_dir / "model.json").read_text())
+        dict(description["model"])
+        for element in ELEMENTS:
+            int(description["windows"][f"{element}_width"])
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
+        raise ModelError(
+            f"{model_dir / 'model.json'} is not a model description written by epiformer training "
+            f"({type(error).__name__}: {error}). Re-run training for this model, or restore the file."
+        ) from error
+    return description
+
+
+def load_trained_model(
+    model_dir: str | Path, device: torch.device | str = "cpu", elements_only_for: str | None = None
+) -> tuple[EPITransformer, dict]:
+    """The model of a folder, in eval mode on `device`, and its `model.json`; ModelError says what to give instead.
+
+    `elements_only_for` names a command that scores element windows only (`epiformer
+    predict`, ...): a span model is then refused before its weights are read.
+    """
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    model_dir = Path(model_dir)
+    description = read_model_description(model_dir)
+    if elements_only_for and description["model"].get("input") == "span":
+        raise ModelError(
+            f"{model_dir} is a span model (input: span); `{elements_only_for}` scores element-window models only "
+            "for now. Give a model trained with input: elements, or score spans through the workflow's evaluate rule."
+        )
+    try:
+        model = EPITransformer(ModelConfig(**description["model"]))
+        model.load_state_dict(load_file(str(model_dir / "model.safetensors")))
+    except (RuntimeError, ValueError, TypeError, KeyError, SafetensorError) as error:
+        raise ModelError(
+            f"{model_dir / 'model.safetensors'} does not load into the model that {model_dir / 'model.json'} "
+            f"describes ({type(error).__name__}: {str(error)[:300]}). The two files belong together: copy both "
+            "from the same training run, or re-train."
+        ) from error
+    return model.to(device).eval(), description
+
+
+@torch.no_grad()
+def predict_split(
+    model,
+    data,
+    batch_size: int = SCORING_BATCH_SIZE,
+    device: torch.device | str = "cpu",
+    max_tokens: int = SCORING_TOKENS,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Probabilities, labels and pair ids for a split, in the data's row order; centred windows, no augmentation.
+
+    Window pairs go `batch_size` at a time; spans by length, within `max_tokens` model tokens a batch.
+    """
+    device = torch.device(device)
+    model.eval()
+    if isinstance(data, SpanShardSet):
+        batches = SpanBatches(data, max_tokens, model.config.patch_size)
+    else:
+        batches = PairBatches(data, batch_size)
+    scores, labels, ids, rows = [], [], [], []
+    for index, batch in enumerate(batch_loader(batches)):
+        with mixed_precision(device):
+            logits = score_batch(model, batch, device)
+        scores.append(torch.sigmoid(logits.float()).cpu().numpy())
+        labels.append(batch["label"].numpy())
+        ids.append(batch["pair_id"].numpy())
+        rows.append(batches.batches[index])
+    order = np.argsort(np.concatenate(rows), kind="stable")  # span batches come in length order
+    return (np.concatenate(scores)[order], np.concatenate(labels).astype(int)[order], np.concatenate(ids)[order])

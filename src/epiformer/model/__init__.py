@@ -1,0 +1,1 @@
+"""The EPI Transformer: its configuration, the attention maths (ops) and the modules."""

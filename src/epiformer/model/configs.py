@@ -1,0 +1,105 @@
+"""The model and training settings, checked as soon as they are made (no PyTorch here).
+
+Their defaults are the config schema's (workflow/schemas/config.schema.yaml, which fills in
+what a config leaves out); tests/model/test_configs.py holds the two equal. The workflow builds
+both from the config while it builds the DAG (workflow/rules/common.smk), so a bad setting
+fails before any job runs, not hours later when training starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+ATTENTIONS = ("linear", "softmax")
+INPUTS = ("elements", "span")  # the two element windows, or one sequence from the first to the second
+# How bases become tokens: M7's linear projection, or filters and each channel's largest response
+# in a patch, through ReLU (conv) or exp (conv_exp).
+STEMS = ("linear", "conv", "conv_exp")
+POOLS = ("mean", "max")  # how tokens become one vector: M7's mean over valid tokens, or each channel's maximum
+
+
+@dataclass
+class ModelConfig:
+    """The Transformer's architecture: `models.<name>` of the config, less `pooled`."""
+
+    attention: str = "linear"  # "linear" (M7, ELU+1 kernel) or "softmax" (the baseline)
+    d_model: int = 128
+    n_layers: int = 4
+    n_heads: int = 8
+    d_ff: int = 512  # 4 x d_model, as in Vaswani et al.
+    patch_size: int = 10
+    kernel_size: int = 20
+    dropout: float = 0.1
+    distance: bool = False  # join the pair's log genomic distance to the pooled sequence representation
+    input: str = "elements"  # "elements" (two windows) or "span" (everything from one window to the other)
+    stem: str = "linear"  # "linear" (M7), "conv" (kernel_size-wide filters, ReLU, max per patch) or "conv_exp" (exp)
+    pool: str = "mean"  # "mean" (M7) or "max" over valid tokens
+    element_pool: bool = False  # the head also reads each element's tokens pooled on their own
+
+    def __post_init__(self):
+        if self.attention not in ATTENTIONS:
+            raise ValueError(f"attention must be one of {', '.join(ATTENTIONS)}, not {self.attention!r}")
+        if self.input not in INPUTS:
+            raise ValueError(f"input must be one of {', '.join(INPUTS)}, not {self.input!r}")
+        if self.stem not in STEMS:
+            raise ValueError(f"stem must be one of {', '.join(STEMS)}, not {self.stem!r}")
+        if self.pool not in POOLS:
+            raise ValueError(f"pool must be one of {', '.join(POOLS)}, not {self.pool!r}")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        if self.kernel_size < self.patch_size:
+            raise ValueError(f"kernel_size ({self.kernel_size}) must be >= patch_size ({self.patch_size})")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+SCORING_BATCH_SIZE = 256  # element-window pairs in a batch when scoring (no backward pass to keep)
+
+
+@dataclass
+class TrainConfig:
+    """How a model is trained: the config's `train:` block, plus `augment.reverse_complement`.
+
+    The shift is not a config key here: training shifts each window by up to the flank its
+    shards were encoded with (`augment.max_shift`, recorded once in the shard manifest).
+    `max_shift` (Python callers only) asks for less; asking for more than the flank raises.
+    """
+
+    epochs: int = 10
+    batch_size: int = 32
+    learning_rate: float = 0.003
+    weight_decay: float = 0.01
+    warmup_fraction: float = 0.05
+    grad_clip: float = 1.0
+    reverse_complement: bool = True
+    max_shift: int | None = None  # None: the shards' flank
+    seed: int = 0
+    device: str = "auto"
+    threads: int = 1  # CPU threads of each training process
+    loader_workers: int = 0
+    compile: bool = False
+    patience: int = 0  # epochs without a better validation AUPRC before stopping; 0 never stops early
+    devices: int = 1  # data-parallel processes (DDP); batch_size is the global batch
+    max_tokens_per_batch: int = 16384  # span models: model tokens in each process's batch, padding included
+    max_minutes: float = 0.0  # training time budget; when spent, mid-epoch if need be, the best epoch so far is kept
+    checkpoint_minutes: float = 10.0  # also checkpoint within an epoch this often (0: at epoch ends only)
+
+    @property
+    def scoring_tokens(self) -> int:
+        """Model tokens a span batch may hold when scoring: 4 x the training budget (no backward pass to keep)."""
+        return 4 * self.max_tokens_per_batch
+
+    def __post_init__(self):
+        if self.max_minutes < 0:
+            raise ValueError(f"train.max_minutes must be 0 (no budget) or more, not {self.max_minutes}")
+        if self.max_tokens_per_batch < 1:
+            raise ValueError(f"train.max_tokens_per_batch must be at least 1, not {self.max_tokens_per_batch}")
+        if self.batch_size % self.devices:
+            raise ValueError(
+                f"train.batch_size ({self.batch_size}) must divide by train.devices ({self.devices}): "
+                "each process takes an equal share of every batch."
+            )
+
+
+SCORING_TOKENS = TrainConfig().scoring_tokens  # model tokens in a span batch when scoring, at the default budget

@@ -1,0 +1,316 @@
+"""The EPI Transformer: M7 (linear attention) and its softmax twin, identical otherwise.
+
+Two inputs (`ModelConfig.input`):
+
+- `elements`: enhancer [B, Le, 4] and promoter [B, Lp, 4] one-hot (float), optional bool
+  masks [B, Le] / [B, Lp] that are True at *valid* bases (False = padding, for batches that
+  mix widths). Each element is tokenised on its own with positions within the element and
+  a learned segment embedding (enhancer, promoter); then both token sequences are joined
+  so attention can relate enhancer to promoter.
+- `span`: one sequence [B, L, 4] from the first element window to the second, everything
+  between included (`epiformer.data.spans`), with each base's segment int64 [B, L] (enhancer 0,
+  promoter 1, between 2; `constants.SEGMENT_IDS`) and a bool mask [B, L], True at real, non-N
+  bases. Positions run along the whole span; a token takes the segment of its first base; a
+  token with no valid base (padding, or an assembly gap) is masked out of attention and of
+  the pool.
+
+A model with `distance: true` also takes the pair's genomic distance [B] in bp (between
+window centres for elements, the span length for spans; -1 across chromosomes). Output:
+one logit per pair, [B].
+
+Tokens are a linear projection of `kernel_size` bases taken every `patch_size` bases (a
+strided convolution with no nonlinearity; 1/1 = one token per base), or with `stem: conv`
+the largest ReLU response of `kernel_size`-wide filters within each patch (`conv_exp`: exp). Pre-norm blocks,
+final LayerNorm, mean pooling over valid tokens only (with `pool: max`, each channel's
+largest value over them), and a small head. M7 is the linear stem and the mean; the other
+two choices exist for spans, where a mean over thousands of tokens drowns a few sites. With
+`element_pool: true` the head also reads each element's tokens pooled on their own (the pooled
+whole, then the enhancer, then the promoter, joined), so it knows which element holds which
+motif, which a pool over a span of background sequence blurs. A distance-aware
+model joins `distance_features` (log distance, and whether the pair is across chromosomes)
+to the pooled representation before the head: genomic distance is the strongest single
+predictor of enhancer-promoter contact, and the sequence cannot tell it; a linear term of
+the same features is added to the logit.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.autograd.function import once_differentiable
+
+from epiformer.constants import ELEMENTS, SEGMENT_IDS
+from epiformer.model.configs import ModelConfig
+from epiformer.model.ops import linear_attention, softmax_attention
+
+ATTENTION = {"linear": linear_attention, "softmax": softmax_attention}
+
+
+def sinusoidal_positions(length: int, dim: int, device=None) -> torch.Tensor:
+    """[T, D] sinusoidal position table (Vaswani et al. 2017)."""
+    position = torch.arange(length, device=device, dtype=torch.float32)[:, None]
+    frequency = torch.exp(torch.arange(0, dim, 2, device=device, dtype=torch.float32) * (-math.log(10000.0) / dim))
+    table = torch.zeros(length, dim, device=device)
+    table[:, 0::2] = torch.sin(position * frequency)
+    table[:, 1::2] = torch.cos(position * frequency[: dim // 2])
+    return table
+
+
+DISTANCE_FEATURES = 2
+LOG10_DISTANCE_CENTRE = 5.0  # 100 kb, the middle of the enhancer-promoter distances of TargetFinder and BENGI
+
+
+def distance_features(distance: torch.Tensor) -> torch.Tensor:
+    """[B] bp (-1 across chromosomes) -> float [B, 2]: centred log10(distance + 1) (0 across), across flag."""
+    across = distance < 0
+    log_distance = torch.log10(distance.clamp(min=0).float() + 1) - LOG10_DISTANCE_CENTRE
+    return torch.stack([log_distance.masked_fill(across, 0.0), across.float()], dim=-1)
+
+
+class Tokenizer(nn.Module):
+    """One-hot bases -> tokens, one every p bases.
+
+    `stem: linear` (M7): a linear projection of the k bases around each patch (a strided
+    convolution, no nonlinearity). `stem: conv`: k-wide filters at every base, ReLU, and each
+    channel's largest value within the patch, as the stems of Basenji, Enformer and Borzoi do
+    in their first layer: a site anywhere in the patch lights its channel whatever its offset,
+    which a linear projection of the patch cannot do (docs/demo_long.md, "Finding the insulator").
+    """
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.patch, self.kernel, self.stem = config.patch_size, config.kernel_size, config.stem
+        self.activation = "exp" if self.stem == "conv_exp" else "relu"  # of the conv stems
+        stride = self.patch if self.stem == "linear" else 1
+        # The conv stem reads this layer's weights in `filter_responses` rather than calling it;
+        # kept a Conv1d so that the weights, their initial values and saved models stay as they were.
+        self.project = nn.Conv1d(4, config.d_model, config.kernel_size, stride=stride)
+
+    def forward(self, onehot: torch.Tensor, valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """[B, L, 4], bool [B, L] -> tokens [B, T, D], bool valid tokens [B, T], T = ceil(L / p)."""
+        batch, length, _ = onehot.shape
+        tail = -length % self.patch
+        onehot = F.pad(onehot * valid[..., None], (0, 0, 0, tail))  # padding bases read as N
+        valid = F.pad(valid, (0, tail))
+        token_valid = valid.view(batch, -1, self.patch).any(dim=-1)  # (B, T)
+        if self.stem == "linear":
+            left = (self.kernel - self.patch) // 2
+            x = F.pad(onehot.transpose(1, 2), (left, self.kernel - self.patch - left))  # (B, 4, L')
+            return self.project(x).transpose(1, 2), token_valid  # (B, T, D)
+        return patch_max(self.filter_responses(onehot), self.activation), token_valid  # (B, T, D)
+
+    def filter_responses(self, onehot: torch.Tensor) -> torch.Tensor:
+        """[B, L, 4], L a multiple of p -> [B, T, p, D]: each filter on the k bases centred on each base.
+
+        The convolution as one matrix product, token by token: a token's p filter positions
+        read its k + p - 1 bases, which are consecutive rows of the [B, L, 4] input, so each
+        token's window is 4 (k + p - 1) contiguous floats and gathering the windows is a plain
+        copy. Tokens come out [B, T, D], contiguous, the layout every later layer reads;
+        Conv1d's channels-first output left them transposed, and each later layer copied them
+        back (docs/demo_long.md, "A faster stem", has what this saves).
+        """
+        batch, length, _ = onehot.shape
+        width = self.kernel + self.patch - 1  # bases a token's filters read
+        left = (self.kernel - 1) // 2
+        x = F.pad(onehot, (0, 0, left, self.kernel - 1 - left)).contiguous()  # (B, L + k - 1, 4), N beyond the ends
+        windows = x.as_strided((batch, length // self.patch, 4 * width), (x.stride(0), 4 * self.patch, 1))
+        weight = self.filters_at_each_offset()  # (p * D, (k + p - 1) * 4)
+        responses = F.linear(windows, weight, self.project.bias.repeat(self.patch))  # (B, T, p * D)
+        return responses.view(batch, -1, self.patch, self.project.out_channels)
+
+    def filters_at_each_offset(self) -> torch.Tensor:
+        """[p * D, (k + p - 1) * 4]: row block j holds the filters j bases into a token's window, zeros elsewhere."""
+        filters = self.project.weight.transpose(1, 2).reshape(self.project.out_channels, -1)  # (D, k * 4), base-major
+        block = filters.new_zeros(self.patch, filters.shape[0], 4 * (self.kernel + self.patch - 1))
+        for offset in range(self.patch):
+            block[offset, :, 4 * offset : 4 * (offset + self.kernel)] = filters
+        return block.flatten(0, 1)
+
+
+def patch_max(responses: torch.Tensor, activation: str = "relu") -> torch.Tensor:
+    """[B, T, p, D] -> [B, T, D]: each channel's largest response within each patch, through `activation`.
+
+    `relu`, or `exp`: the exponential activation of Koo and Ploenzke (2021), which makes
+    first-layer filters learn whole motifs rather than parts of them. On the long demo it found
+    the insulator in seeds where ReLU did not (docs/demo_long.md, "The exponential stem").
+    """
+    return _PatchMax.apply(responses, activation)
+
+
+class _PatchMax(torch.autograd.Function):
+    """activation(amax over the patch), with a 0/1 mask of each patch's largest responses kept for the gradient.
+
+    The same values as the activation then max pooling (both activations rise monotonically,
+    so they commute with the max), at a fraction of the cost of F.max_pool1d with its
+    indices, or of amax's own backward, on the CPU. The gradient goes to the largest response
+    of each patch, shared equally among ties (amax's rule; MaxPool1d gives it all to the
+    first), times the activation's slope there (ReLU's: none at or below 0). Identical windows
+    tie, as in a run of one base, so the filters' gradient is MaxPool1d's and the bases'
+    (attributions) is spread over the tied windows. Not twice differentiable.
+    """
+
+    @staticmethod
+    def forward(ctx, responses, activation):
+        largest = responses.amax(dim=2)  # (B, T, D)
+        out = torch.exp(largest) if activation == "exp" else largest.clamp(min=0.0)
+        if ctx.needs_input_grad[0]:  # not when scoring: no mask, no memory for it
+            # 1.0 where a response is its patch's maximum, in the responses' dtype: sums and
+            # products of a bool mask would convert it on every use.
+            winners = torch.eq(responses, largest.unsqueeze(2)).to(responses.dtype)  # (B, T, p, D)
+            slope = out if activation == "exp" else largest > 0  # d activation / d largest
+            ctx.save_for_backward(winners, slope)
+        return out
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad):
+        winners, slope = ctx.saved_tensors
+        share = (grad * slope) / winners.sum(dim=2).clamp_(min=1)  # (B, T, D); a NaN patch has no winner
+        return winners * share.unsqueeze(2), None
+
+
+class Attention(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.n_heads = config.n_heads
+        self.attend = ATTENTION[config.attention]
+        self.qkv = nn.Linear(config.d_model, 3 * config.d_model)
+        self.out = nn.Linear(config.d_model, config.d_model)
+
+    def forward(self, x: torch.Tensor, padding: torch.Tensor | None) -> torch.Tensor:
+        batch, length, dim = x.shape
+        q, k, v = self.qkv(x).view(batch, length, 3, self.n_heads, dim // self.n_heads).permute(2, 0, 3, 1, 4)
+        # q, k, v: (B, H, T, D/H)
+        y = self.attend(q, k, v, key_padding_mask=padding)  # (B, H, T, D/H)
+        return self.out(y.transpose(1, 2).reshape(batch, length, dim))
+
+
+class Block(nn.Module):
+    """Pre-norm: x + attn(LN(x)), then x + ffn(LN(x))."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.norm1, self.norm2 = nn.LayerNorm(config.d_model), nn.LayerNorm(config.d_model)
+        self.attention = Attention(config)
+        self.feed_forward = nn.Sequential(
+            nn.Linear(config.d_model, config.d_ff), nn.GELU(), nn.Linear(config.d_ff, config.d_model)
+        )
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor, padding: torch.Tensor | None) -> torch.Tensor:
+        x = x + self.dropout(self.attention(self.norm1(x), padding))
+        return x + self.dropout(self.feed_forward(self.norm2(x)))
+
+
+class EPITransformer(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        self.tokenizer = Tokenizer(config)
+        # Element models keep two segments, so their saved weights load as before.
+        self.segment = nn.Embedding(3 if config.input == "span" else 2, config.d_model)
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
+        self.norm = nn.LayerNorm(config.d_model)
+        pooled_width = config.d_model * (3 if config.element_pool else 1)  # the whole, and each element
+        head_in = pooled_width + (DISTANCE_FEATURES if config.distance else 0)
+        self.head = nn.Sequential(nn.Linear(head_in, config.d_model), nn.GELU(), nn.Linear(config.d_model, 1))
+        # A direct linear path from distance to the logit, as in the distance baseline: the
+        # monotone effect is learned at once, the head learns how sequence modifies it.
+        self.distance_logit = nn.Linear(DISTANCE_FEATURES, 1) if config.distance else None
+
+    def embed(self, onehot: torch.Tensor, valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Tokens with positions along the sequence (no segment yet) [B, T, D], and valid tokens [B, T]."""
+        tokens, token_valid = self.tokenizer(onehot, valid)  # (B, T, D), (B, T)
+        # Scaled by sqrt(D) as in Vaswani et al.: unscaled, sequence content is small beside
+        # the unit-amplitude positions, and training sat at chance for hundreds of steps.
+        tokens = tokens * math.sqrt(tokens.shape[-1])
+        return tokens + sinusoidal_positions(tokens.shape[1], tokens.shape[2], tokens.device), token_valid
+
+    def forward(
+        self,
+        enhancer=None,
+        promoter=None,
+        enhancer_valid=None,
+        promoter_valid=None,
+        distance=None,
+        span=None,
+        segment=None,
+        span_valid=None,
+    ) -> torch.Tensor:
+        """Logits [B] from the two elements, or from a span (`span`, `segment`, `span_valid`): module docstring."""
+        if self.config.input == "span":
+            if span is None or segment is None or span_valid is None:
+                raise ValueError("this model reads spans (input: span) and needs span, segment and span_valid")
+            x, valid = self.embed(span, span_valid)
+            token_segment = segment[:, :: self.tokenizer.patch]  # (B, T): a token's segment is its first base's
+            # As a product with the one-hot segments, not an embedding lookup: with three rows and
+            # thousands of tokens, the lookup's backward (a scatter into three rows) is the slower.
+            x = x + F.one_hot(token_segment, self.segment.num_embeddings).to(x.dtype) @ self.segment.weight
+            padding = ~valid  # (B, T): spans of one batch differ in length and may hold gaps
+        else:
+            x, valid, padding, token_segment = self.join_elements(enhancer, promoter, enhancer_valid, promoter_valid)
+        for block in self.blocks:
+            x = block(x, padding)
+        x = self.norm(x)
+        pooled = self.pool(x, valid)  # (B, D)
+        if self.config.element_pool:  # (B, 3D): the whole, the enhancer's tokens, the promoter's
+            elements = [self.pool(x, valid & (token_segment == SEGMENT_IDS[name])) for name in ELEMENTS]
+            pooled = torch.cat([pooled, *elements], dim=-1)
+        if self.config.distance:
+            if distance is None:
+                raise ValueError("this model was built with distance: true and needs each pair's distance")
+            features = distance_features(distance).to(pooled.dtype)  # (B, 2)
+            joined = torch.cat([pooled, features], dim=-1)  # (B, D + 2)
+            return (self.head(joined) + self.distance_logit(features)).squeeze(-1)
+        return self.head(pooled).squeeze(-1)
+
+    def pool(self, x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        """[B, T, D] -> [B, D]: the mean (with pool: max, the largest value) over valid tokens; zeros if none."""
+        if self.config.pool == "max":
+            pooled = x.masked_fill(~valid[..., None], float("-inf")).amax(dim=1)
+            return pooled.masked_fill(~valid.any(dim=1, keepdim=True), 0.0)  # no valid token: zeros, not -inf
+        weights = valid[..., None].to(x.dtype)
+        return (x * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1)
+
+    def join_elements(self, enhancer, promoter, enhancer_valid, promoter_valid):
+        """Both elements' tokens joined [B, T, D], valid tokens [B, T], the padding mask (or None), segments [B, T]."""
+        # Without masks every token is valid: attention then skips masking (and SDPA can use
+        # its fastest kernels). Decided from the arguments, not the data, so compiled graphs stay whole.
+        masked = enhancer_valid is not None or promoter_valid is not None
+        if enhancer_valid is None:
+            enhancer_valid = torch.ones(enhancer.shape[:2], dtype=torch.bool, device=enhancer.device)
+        if promoter_valid is None:
+            promoter_valid = torch.ones(promoter.shape[:2], dtype=torch.bool, device=promoter.device)
+        e_tokens, e_valid = self.embed(enhancer, enhancer_valid)
+        p_tokens, p_valid = self.embed(promoter, promoter_valid)
+        enhancer_row, promoter_row = (self.segment.weight[SEGMENT_IDS[name]] for name in ELEMENTS)
+        x = torch.cat([e_tokens + enhancer_row, p_tokens + promoter_row], dim=1)  # (B, Te + Tp, D)
+        valid = torch.cat([e_valid, p_valid], dim=1)  # (B, Te + Tp)
+        token_segment = torch.cat(
+            [
+                torch.full_like(e_valid, SEGMENT_IDS["enhancer"], dtype=torch.long),
+                torch.full_like(p_valid, SEGMENT_IDS["promoter"], dtype=torch.long),
+            ],
+            dim=1,
+        )
+        return x, valid, ~valid if masked else None, token_segment
+
+
+def score_batch(model: nn.Module, batch: dict, device: torch.device) -> torch.Tensor:
+    """Logits [B] of a `batches.PairBatches` or `batches.SpanBatches` batch (with the distance, for models using it)."""
+    distance = batch["distance"].to(device)
+    if "span" in batch:
+        return model(
+            span=batch["span"].to(device),
+            segment=batch["segment"].to(device),
+            span_valid=batch["span_valid"].to(device),
+            distance=distance,
+        )
+    return model(batch["enhancer"].to(device), batch["promoter"].to(device), distance=distance)
+
+
+def count_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)

@@ -1,0 +1,107 @@
+"""New candidate pairs made ready for a trained model: read, placed, encoded and scored.
+
+`epiformer predict` and `epiformer variants` share these steps, so that a pair scores the
+same in both and as in evaluation: the model's recorded window settings
+(`data.windows.window_spec_for`), centred windows, no augmentation. Pairs are encoded and
+scored `CHUNK_PAIRS` at a time, so memory stays flat for inputs of any size.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from epiformer.data.encode import encode_windows
+from epiformer.data.genome import Genome
+from epiformer.data.pairs import PairsError, read_pairs
+from epiformer.data.shards import PackedPairs
+from epiformer.data.windows import WindowSpec, window_spec_for
+from epiformer.inference.trained_model import load_trained_model, predict_split
+from epiformer.io.runlog import progress
+from epiformer.model.configs import SCORING_BATCH_SIZE
+from epiformer.model.transformer import EPITransformer
+
+log = logging.getLogger(__name__)
+CHUNK_PAIRS = 4096  # pairs encoded and scored at a time (the workflow's default shard size)
+SCORE_FORMAT = "%.7g"  # float32 carries about 7 significant digits
+UNSCORED_COLUMNS = ["pair_id", "line", "reason"]
+
+
+def packed_pairs(genome: Genome, windows: pd.DataFrame) -> PackedPairs:
+    """The rows of a windows table encoded for the model: centred windows, no flank, in row order."""
+    return PackedPairs(
+        encode_windows(genome, windows, flank=0), windows["pair_id"].to_numpy(), windows["distance"].to_numpy()
+    )
+
+
+def score_windows(
+    model: EPITransformer,
+    genome: Genome,
+    windows: pd.DataFrame,
+    batch_size: int = SCORING_BATCH_SIZE,
+    device: torch.device | str = "cpu",
+) -> pd.DataFrame:
+    """`pair_id, score` for every row of a windows table: centred windows, no augmentation, as in evaluation."""
+    device = torch.device(device)
+    offsets = range(0, len(windows), CHUNK_PAIRS)
+    ids, scores = [np.zeros(0, np.int64)], [np.zeros(0, np.float32)]
+    for offset in progress(offsets, len(offsets), f"scoring {len(windows):,} pairs"):
+        part_scores, _, part_ids = predict_split(
+            model, packed_pairs(genome, windows.iloc[offset : offset + CHUNK_PAIRS]), batch_size, device
+        )
+        ids.append(part_ids)
+        scores.append(part_scores)
+    return pd.DataFrame({"pair_id": np.concatenate(ids), "score": np.concatenate(scores)})
+
+
+def load_scoring_model(
+    model_dir: str | Path,
+    device: torch.device | str = "cpu",
+    edge: str | None = None,
+    max_n_fraction: float | None = None,
+    allow_trans: bool | None = None,
+    command: str = "epiformer predict",
+) -> tuple[EPITransformer, WindowSpec]:
+    """The model of a folder and the WindowSpec to score with (model.json's, with the given overrides), logged."""
+    model, description = load_trained_model(model_dir, device, elements_only_for=command)
+    spec = window_spec_for(description, edge, max_n_fraction, allow_trans)
+    log.info(
+        "Model %s (%s attention): windows of %d bp (enhancer) and %d bp (promoter), edge=%s, max_n_fraction=%s, "
+        "allow_trans=%s",
+        model_dir,
+        description["model"].get("attention"),
+        spec.enhancer_width,
+        spec.promoter_width,
+        spec.edge,
+        spec.max_n_fraction,
+        spec.allow_trans,
+    )
+    return model, spec
+
+
+def read_pairs_to_score(pairs_path: str | Path) -> pd.DataFrame:
+    """The pairs of a TargetFinder CSV or BEDPE file, labels optional; PairsError when it is missing or malformed."""
+    if not Path(pairs_path).is_file():
+        raise PairsError(
+            f"Pairs file not found: {pairs_path}. Give a TargetFinder CSV or BEDPE file of the pairs to "
+            "score (--pairs)."
+        )
+    pairs = read_pairs(pairs_path, require_label=False)
+    log.info("Read %d pairs (%s) from %s", len(pairs), pairs.attrs["format"], pairs_path)
+    return pairs
+
+
+def unscored_pair_lines(unscored: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
+    """`pair_id, line, reason` of the pairs place_pair_windows left unscored, by pair_id (`line`: 1-based file line)."""
+    unscored = unscored.assign(line=[int(pairs.attrs["header_lines"]) + pair_id + 1 for pair_id in unscored["pair_id"]])
+    return unscored.sort_values("pair_id")[UNSCORED_COLUMNS]
+
+
+def unscored_path_for(out_path: str | Path) -> Path:
+    """`scores.tsv` -> `scores.unscored.tsv` beside it."""
+    out_path = Path(out_path)
+    return out_path.with_name(f"{out_path.name.removesuffix('.tsv')}.unscored.tsv")

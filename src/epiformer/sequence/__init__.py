@@ -1,0 +1,1 @@
+"""DNA as data: the alphabet, one-hot and its packing, reverse complement, motifs."""

@@ -1,0 +1,1 @@
+"""Training a model: the loop, checkpoints, data-parallel processes."""

@@ -1,0 +1,624 @@
+"""Training: AdamW, warm-up + cosine schedule, class-weighted loss, best-on-validation.
+
+Outputs in `outdir`: `model.safetensors` (the weights of the epoch with the best
+validation AUPRC), `model.json` (model config, the shards' window spec and flank, training config,
+data manifest checksum, versions) and `train_log.tsv` (one row per epoch).
+
+A rolling checkpoint (model, optimiser, scheduler, RNG states, epoch, batch, best metric)
+is kept in `checkpoint_dir`, which must lie outside the rule's declared outputs: Snakemake
+deletes a failed job's outputs, and the checkpoint has to survive that so a re-run resumes.
+It is written at the end of every epoch, every `checkpoint_minutes` within an epoch, and
+when the job is told to stop (SIGTERM, or SIGUSR1 — what SLURM sends before pre-empting a
+job or at its time limit); the process then exits with 128 + the signal number and the
+next run (Snakemake `--retries`, a SLURM requeue, or by hand) continues from that batch.
+
+Randomness: the weights come from `seed`; each epoch's order and augmentation from (seed,
+epoch); dropout from (seed, epoch, process rank), reseeded at every epoch start. A resumed
+run therefore replays exactly what an uninterrupted one does, with any number of processes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import math
+import os
+import random
+import resource
+import signal
+import socket
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import save_file
+from sklearn.metrics import average_precision_score, roc_auc_score
+
+from epiformer.data.batches import PairBatches, SpanBatches, batch_loader, check_shift
+from epiformer.data.shards import SpanShardSet, load_split, shard_manifest
+from epiformer.inference.devices import mixed_precision, select_device
+from epiformer.inference.trained_model import predict_split
+from epiformer.io.files import atomic_write, atomic_write_text
+from epiformer.io.provenance import package_versions
+from epiformer.io.runlog import log_files, progress, setup_logging
+from epiformer.model.configs import ModelConfig, TrainConfig
+from epiformer.model.transformer import EPITransformer, count_parameters, score_batch
+
+log = logging.getLogger(__name__)
+LOG_COLUMNS = [
+    "epoch",
+    "train_loss",
+    "val_loss",
+    "val_auroc",
+    "val_auprc",
+    "learning_rate",
+    "seconds",
+    "tokens_per_s",
+    "device",
+    "epoch_fraction",  # below 1 only for an epoch that train.max_minutes cut short
+]
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def seed_dropout(seed: int, epoch: int, rank: int) -> None:
+    """Dropout masks from (seed, epoch, rank): distinct per process, replayable after a resume."""
+    torch.manual_seed(int(np.random.SeedSequence([seed, epoch, rank]).generate_state(1)[0]))
+
+
+class StopRequest:
+    """Turns SIGTERM / SIGUSR1 into a flag that the loop checks between optimiser steps.
+
+    SLURM sends SIGTERM (or the signal asked for with `--signal`) before it pre-empts a job
+    or when the time limit comes; the loop then checkpoints and exits instead of losing work.
+    """
+
+    SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+
+    def __init__(self):
+        self.signal = 0
+
+    def __enter__(self):
+        # Handlers can only be set from the main thread; elsewhere, signals keep their defaults.
+        in_main = threading.current_thread() is threading.main_thread()
+        self._previous = {sig: signal.signal(sig, self._receive) for sig in self.SIGNALS} if in_main else {}
+        return self
+
+    def __exit__(self, *exc):
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _receive(self, signum, frame) -> None:
+        self.signal = signum
+
+
+class TrainingInterrupted(SystemExit):
+    """Raised after the checkpoint is written; exits the process with 128 + signal number."""
+
+
+def learning_rate_factor(step: int, warmup: int, total: int) -> float:
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = (step - warmup) / max(1, total - warmup)
+    return 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+
+def _checkpoint_path(checkpoint_dir: Path) -> Path:
+    return checkpoint_dir / "last.pt"
+
+
+def save_checkpoint(checkpoint_dir: Path, state: dict) -> None:
+    atomic_write(_checkpoint_path(checkpoint_dir), lambda temporary: torch.save(state, temporary))
+
+
+def load_checkpoint(checkpoint_dir: Path, fingerprint: str) -> dict | None:
+    path = _checkpoint_path(checkpoint_dir)
+    if not path.exists():
+        return None
+    state = torch.load(path, weights_only=True)
+    if state.get("fingerprint") != fingerprint:
+        log.warning("Ignoring checkpoint %s: it was made with other data or settings.", path)
+        return None
+    return state
+
+
+def should_stop_early(history: list[dict], best: dict, patience: int) -> bool:
+    return patience > 0 and bool(history) and history[-1]["epoch"] - best["epoch"] >= patience
+
+
+def run_fingerprint(model_config: ModelConfig, train_config: TrainConfig, manifest: dict) -> str:
+    settings = {k: v for k, v in asdict(train_config).items() if k != "checkpoint_minutes"}  # cannot change results
+    text = json.dumps([model_config.to_dict(), settings, manifest["shards"]], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def train_model(
+    shard_dir: str | Path | list,
+    model_config: ModelConfig,
+    train_config: TrainConfig,
+    outdir: str | Path,
+    checkpoint_dir: str | Path,
+) -> dict:
+    """Train on the train split, select on validation, write the outputs; returns model.json's content.
+
+    `shard_dir` is one cell line's shard folder, or a list of them: one model is then trained
+    on all their train splits together and selected on all their validation splits.
+
+    With `train_config.devices` > 1, that many processes train data-parallel (DDP: NCCL on
+    GPUs, gloo on the CPU), each on its own slice of every global batch of `batch_size`.
+    """
+    if train_config.max_shift is not None:  # here, before any process starts
+        check_shift(train_config.max_shift, int(shard_manifest(shard_dir)["flank"]))
+    if train_config.devices == 1:
+        return _train(0, 1, shard_dir, model_config, train_config, Path(outdir), Path(checkpoint_dir))
+    select_device(train_config.device)  # fail before spawning processes
+    port = _free_port()
+    context = torch.multiprocessing.spawn(
+        _distributed_worker,
+        nprocs=train_config.devices,
+        join=False,
+        args=(
+            train_config.devices,
+            port,
+            log_files(),
+            shard_dir,
+            model_config,
+            train_config,
+            Path(outdir),
+            Path(checkpoint_dir),
+        ),
+    )
+    with _forward_stop_signals(context.processes):
+        try:
+            while not context.join():
+                pass
+        except torch.multiprocessing.ProcessExitedException as error:
+            if error.exit_code in {128 + sig for sig in StopRequest.SIGNALS}:
+                raise TrainingInterrupted(error.exit_code) from None
+            raise
+    return json.loads((Path(outdir) / "model.json").read_text())
+
+
+@contextlib.contextmanager
+def _forward_stop_signals(processes):
+    """A stop signal sent to the launching process reaches the training processes."""
+
+    def forward(signum, frame):
+        for process in processes:
+            if process.is_alive():
+                os.kill(process.pid, signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in StopRequest.SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _distributed_worker(rank: int, world: int, port: int, log_paths: list[str], *args) -> None:
+    # A spawned process starts with no logging set up: rank 0 writes its epoch and progress
+    # lines to the job's log, the others only their warnings.
+    setup_logging(log_paths[0] if log_paths else None, logging.INFO if rank == 0 else logging.WARNING, append=True)
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    backend = "nccl" if select_device(args[2].device).type == "cuda" else "gloo"
+    torch.distributed.init_process_group(backend, rank=rank, world_size=world)
+    try:
+        _train(rank, world, *args)
+    finally:
+        torch.distributed.destroy_process_group()
+
+
+def _process_device(train_config: TrainConfig, rank: int, world: int) -> torch.device:
+    device = select_device(train_config.device)
+    if device.type == "cuda" and world > 1:
+        device = torch.device("cuda", rank)
+        torch.cuda.set_device(device)
+    return device
+
+
+def _optimisation(model, train_config: TrainConfig, steps_per_epoch: int):
+    """AdamW with linear warm-up then cosine decay over all steps."""
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=train_config.learning_rate, weight_decay=train_config.weight_decay
+    )
+    total = steps_per_epoch * train_config.epochs
+    warmup = max(1, int(total * train_config.warmup_fraction))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: learning_rate_factor(s, warmup, total))
+    return optimizer, scheduler
+
+
+def _epoch_batches(train_data, train_config: TrainConfig, patch_size: int, epoch: int, rank: int, world: int):
+    """This process's share of an epoch; depends only on (seed, epoch), so a resumed run sees the same.
+
+    Window pairs come `batch_size` (global) at a time; spans by length, each process's
+    batch within `max_tokens_per_batch` model tokens (`patch_size` bases each), padding included.
+    """
+    augmentation = {
+        "shuffle": True,
+        "seed": train_config.seed,
+        "epoch": epoch,
+        "max_shift": train_data.flank if train_config.max_shift is None else train_config.max_shift,
+        "reverse_complement_prob": 0.5 if train_config.reverse_complement else 0.0,
+        "rank": rank,
+        "world_size": world,
+    }
+    if isinstance(train_data, SpanShardSet):
+        return SpanBatches(train_data, train_config.max_tokens_per_batch, patch_size, **augmentation)
+    return PairBatches(train_data, train_config.batch_size // world, **augmentation)
+
+
+@dataclass
+class _Run:
+    """What one process of a training run holds; rank 0 logs, checkpoints and writes outputs."""
+
+    rank: int
+    world: int
+    model: torch.nn.Module
+    step_model: torch.nn.Module  # what the steps call: DDP- and/or compile-wrapped `model`
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    positive_weight: torch.Tensor  # [sources]: weight of a positive pair of each source; negatives weigh 1
+    config: TrainConfig
+    device: torch.device
+    checkpoint_dir: Path
+    fingerprint: str
+
+
+def _train_epoch(
+    run: _Run, train_data, epoch: int, partial: dict | None, stop: StopRequest, save, seconds_left: float
+) -> tuple[float, int, int, int]:
+    """One pass over this process's batches, from a mid-epoch checkpoint when there is one.
+
+    Returns the mean training loss over all processes, the batches done (all of them, unless
+    the time budget `seconds_left` ran out first), this process's batches, and the model
+    tokens of the batches done (this process's count times the processes: exact for window
+    pairs, close for spans). `save(partial)` writes a mid-epoch checkpoint; on a stop request it is
+    written before TrainingInterrupted is raised.
+    """
+    config = run.config
+    patch = run.model.config.patch_size
+    batches = _epoch_batches(train_data, config, patch, epoch, run.rank, run.world)
+    start = partial["batches_done"] if partial else 0
+    losses = [torch.tensor(value) for value in partial["losses"]] if partial else []
+    seed_dropout(config.seed, epoch, run.rank)
+    if partial:
+        torch.set_rng_state(partial["rng"][run.rank])
+    run.model.train()
+    loader = batch_loader(torch.utils.data.Subset(batches, range(start, len(batches))), config.loader_workers)
+    description = f"epoch {epoch}/{config.epochs}" if run.rank == 0 else ""
+    last_saved = started = time.monotonic()
+    done = len(batches)
+    for index, batch in enumerate(progress(loader, len(batches) - start, description), start=start):
+        losses.append(_step(run, batch))
+        minutes = (time.monotonic() - last_saved) / 60
+        signum, due, spent = _agree(
+            stop.signal,
+            0 < config.checkpoint_minutes <= minutes,
+            config.max_minutes > 0 and time.monotonic() - started >= seconds_left,
+            world=run.world,
+            device=run.device,
+        )
+        if spent and not signum and index + 1 < len(batches):  # a signal checkpoints and exits first
+            done = index + 1
+            break
+        if (due or signum) and index + 1 < len(batches):
+            save(
+                {
+                    "epoch": epoch,
+                    "batches_done": index + 1,
+                    "losses": [float(v) for v in losses],
+                    "rng": _gather(torch.get_rng_state(), run.world),
+                }
+            )
+            last_saved = time.monotonic()
+        if signum and index + 1 < len(batches):  # at an epoch's last batch, finish the epoch and its checkpoint first
+            if run.rank == 0:
+                log.warning(
+                    "Stopped by signal %d at epoch %d, batch %d of %d; checkpoint in %s; run again to resume.",
+                    signum,
+                    epoch,
+                    index + 1,
+                    len(batches),
+                    run.checkpoint_dir,
+                )
+            raise TrainingInterrupted(128 + signum)
+    mean = torch.stack([value.to(run.device) for value in losses]).mean()
+    if run.world > 1:
+        torch.distributed.all_reduce(mean, op=torch.distributed.ReduceOp.AVG)
+    return float(mean), done, len(batches), batch_tokens(batches, patch, done) * run.world
+
+
+def batch_tokens(batches, patch_size: int, count: int) -> int:
+    """Model tokens (padding left out) in the first `count` batches of a PairBatches or SpanBatches."""
+    if isinstance(batches, SpanBatches):
+        return int(sum((-(-batches.span_lengths[rows] // patch_size)).sum() for rows in batches.batches[:count]))
+    per_pair = sum(-(-width // patch_size) for width in batches.shards.widths.values())
+    return per_pair * sum(len(rows) for rows in batches.batches[:count])
+
+
+def _step(run: _Run, batch: dict) -> torch.Tensor:
+    """One optimiser step; returns the batch loss (detached)."""
+    with mixed_precision(run.device):
+        logits = score_batch(run.step_model, batch, run.device)
+    labels = batch["label"].to(run.device)
+    weights = torch.where(labels > 0, run.positive_weight[batch["source"].to(run.device)], 1.0)
+    loss = torch.nn.functional.binary_cross_entropy_with_logits(logits.float(), labels, weight=weights)
+    run.optimizer.zero_grad(set_to_none=True)
+    loss.backward()  # under DDP the gradients of all processes are averaged here
+    torch.nn.utils.clip_grad_norm_(run.model.parameters(), run.config.grad_clip)
+    run.optimizer.step()
+    run.scheduler.step()
+    return loss.detach()
+
+
+def _agree(signum: int, *flags: bool, world: int, device: torch.device) -> tuple:
+    """All processes must checkpoint and stop at the same step, or the others wait forever.
+
+    Returns the largest signal number and each flag as set in any process.
+    """
+    if world == 1:
+        return (signum, *flags)
+    values = torch.tensor([signum, *map(int, flags)], device=device)  # NCCL reduces only GPU tensors
+    torch.distributed.all_reduce(values, op=torch.distributed.ReduceOp.MAX)
+    return (int(values[0]), *map(bool, values[1:].tolist()))
+
+
+def _gather(value, world: int) -> list:
+    """`value` from every process, in rank order (all processes must call this)."""
+    if world == 1:
+        return [value]
+    values = [None] * world
+    torch.distributed.all_gather_object(values, value)
+    return values
+
+
+def positive_weights(data) -> torch.Tensor:
+    """float [sources]: negatives / positives of each source's training pairs.
+
+    With it, positives and negatives weigh the same in each source (cell line): the loss
+    is balanced, and a model pooled over cell lines of different positive rates gains
+    nothing by learning which cell line a sequence comes from.
+    """
+    sources = int(data.source.max()) + 1 if len(data.source) else 1
+    positives = np.bincount(data.source, weights=data.label, minlength=sources)
+    pairs = np.bincount(data.source, minlength=sources)
+    return torch.tensor((pairs - positives) / np.maximum(positives, 1.0), dtype=torch.float32)
+
+
+def validation_metrics(scores: np.ndarray, labels: np.ndarray, source: np.ndarray) -> dict:
+    """Validation loss, AUROC and AUPRC; pooled cell lines are each scored alone and averaged.
+
+    Ranking the pairs of cell lines with different positive rates together would reward
+    learning the cell line rather than the interaction.
+    """
+    parts = [source == value for value in np.unique(source)]
+    return {
+        "val_loss": _bce(scores, labels),
+        "val_auroc": float(np.mean([roc_auc_score(labels[p], scores[p]) for p in parts])),
+        "val_auprc": float(np.mean([average_precision_score(labels[p], scores[p]) for p in parts])),
+    }
+
+
+def _epoch_row(
+    model,
+    val_data,
+    train_config,
+    device,
+    epoch: int,
+    train_loss: float,
+    learning_rate: float,
+    seconds: float,
+    tokens: int,
+    device_name: str,
+    epoch_fraction: float = 1.0,
+) -> dict:
+    """One train_log.tsv row: training loss, validation metrics, speed, and how much of the epoch ran."""
+    scores, labels, _ = predict_split(model, val_data, 4 * train_config.batch_size, device, train_config.scoring_tokens)
+    return {
+        "epoch": epoch,
+        "train_loss": train_loss,
+        **validation_metrics(scores, labels, val_data.source),
+        "learning_rate": learning_rate,
+        "seconds": seconds,
+        "tokens_per_s": tokens / seconds,
+        "device": device_name,
+        "epoch_fraction": epoch_fraction,
+    }
+
+
+def _train(
+    rank: int,
+    world: int,
+    shard_dir,
+    model_config: ModelConfig,
+    train_config: TrainConfig,
+    outdir: Path,
+    checkpoint_dir: Path,
+) -> dict:
+    """One process of a (possibly distributed) run; rank 0 logs, checkpoints and writes outputs."""
+    torch.set_num_threads(train_config.threads)
+    device = _process_device(train_config, rank, world)
+    device_name = f"{device.type} x {world}" if world > 1 else str(device)
+    manifest = shard_manifest(shard_dir)
+    train_data, val_data = load_split(shard_dir, "train"), load_split(shard_dir, "val")
+    seed_everything(train_config.seed)  # the same initial weights in every process
+    model = EPITransformer(model_config).to(device)
+    wrapped = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
+    if rank == 0:
+        log.info(
+            "Model %s attention, %d parameters, %s, %s",
+            model_config.attention,
+            count_parameters(model),
+            device_name,
+            "bf16 autocast" if device.type == "cuda" else "float32",
+        )
+    steps_per_epoch = len(_epoch_batches(train_data, train_config, model_config.patch_size, 1, rank, world))
+    optimizer, scheduler = _optimisation(model, train_config, steps_per_epoch)
+    run = _Run(
+        rank,
+        world,
+        model,
+        torch.compile(wrapped) if train_config.compile else wrapped,
+        optimizer,
+        scheduler,
+        positive_weights(train_data).to(device),
+        train_config,
+        device,
+        checkpoint_dir,
+        run_fingerprint(model_config, train_config, manifest),
+    )
+
+    state = load_checkpoint(checkpoint_dir, run.fingerprint)
+    history, best, done, partial = [], {"auprc": -1.0, "epoch": 0, "weights": None}, 0, None
+    if state is not None:
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        history, best, done, partial = state["history"], state["best"], state["epoch"], state.get("partial")
+        if rank == 0:
+            where = f"epoch {partial['epoch']}, batch {partial['batches_done']}" if partial else f"epoch {done + 1}"
+            log.info("Resuming from %s at %s", _checkpoint_path(checkpoint_dir), where)
+
+    def save(partial_epoch: dict | None) -> None:
+        if rank == 0:
+            save_checkpoint(
+                checkpoint_dir,
+                {
+                    "fingerprint": run.fingerprint,
+                    "epoch": len(history),
+                    "partial": partial_epoch,
+                    "model": model.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "scheduler": scheduler.state_dict(),
+                    "history": history,
+                    "best": best,
+                },
+            )
+
+    budget, budget_reached = train_config.max_minutes * 60, False
+    with StopRequest() as stop:
+        for epoch in range(done + 1, train_config.epochs + 1):
+            if should_stop_early(history, best, train_config.patience):
+                if rank == 0:
+                    log.info(
+                        "Early stop: no better validation AUPRC since epoch %d (patience %d)",
+                        best["epoch"],
+                        train_config.patience,
+                    )
+                break
+            spent = sum(row["seconds"] for row in history) + (partial["seconds"] if partial else 0.0)
+            # Agreed: each process times itself, and all must leave the loop together.
+            _, budget_reached = _agree(0, bool(budget) and spent >= budget, world=world, device=device)
+            if budget_reached:
+                if rank == 0:
+                    log.info(
+                        "Time budget (train.max_minutes %g) spent after epoch %d.", train_config.max_minutes, epoch - 1
+                    )
+                break
+            started = time.perf_counter() - (partial["seconds"] if partial else 0.0)
+            save_partial = lambda p, started=started: save({**p, "seconds": time.perf_counter() - started})  # noqa: E731
+            train_loss, batches_done, batches, tokens = _train_epoch(
+                run, train_data, epoch, partial, stop, save_partial, budget - spent
+            )
+            partial = None
+            # Every process validates the same weights, so all agree on the history and on stopping.
+            row = _epoch_row(
+                model,
+                val_data,
+                train_config,
+                device,
+                epoch,
+                train_loss,
+                scheduler.get_last_lr()[0],
+                time.perf_counter() - started,
+                tokens,
+                device_name,
+                batches_done / batches,
+            )
+            history.append(row)
+            if row["val_auprc"] > best["auprc"]:
+                weights = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+                best = {"auprc": row["val_auprc"], "epoch": epoch, "weights": weights}
+            if rank == 0:
+                log.info(
+                    "epoch %d: " + ", ".join(f"{k} %s" for k in list(row)[1:]), epoch, *_fmt(list(row.values())[1:])
+                )
+            save(None)
+            if batches_done < batches:
+                budget_reached = True
+                if rank == 0:
+                    log.warning(
+                        "Time budget (train.max_minutes %g) spent in epoch %d after %d of %d batches (%.0f s); "
+                        "a whole epoch would take about %.1f minutes at this pace. Kept the best epoch so far.",
+                        train_config.max_minutes,
+                        epoch,
+                        batches_done,
+                        batches,
+                        row["seconds"],
+                        row["seconds"] * batches / batches_done / 60,
+                    )
+                break
+    if rank != 0:
+        return {}
+    return write_outputs(outdir, best, history, model_config, train_config, manifest, device_name, budget_reached)
+
+
+def write_outputs(
+    outdir: Path, best, history, model_config, train_config, manifest, device, budget_reached: bool = False
+) -> dict:
+    atomic_write(outdir / "model.safetensors", lambda temporary: save_file(best["weights"], str(temporary)))
+    lines = ["\t".join(LOG_COLUMNS)] + ["\t".join(str(row[c]) for c in LOG_COLUMNS) for row in history]
+    atomic_write_text(outdir / "train_log.tsv", "\n".join(lines) + "\n")
+    description = {
+        "model": model_config.to_dict(),
+        "parameters": sum(v.numel() for v in best["weights"].values()),
+        "windows": manifest["windows"],  # the shards' WindowSpec, unchanged: how `epiformer predict` places windows
+        "flank": manifest["flank"],  # the most training shifted a window
+        "split": manifest["split"],
+        "trained_on": manifest.get("sources"),  # the shard folders of a pooled model; None for one cell line
+        "train": asdict(train_config),
+        "best_epoch": best["epoch"],
+        "best_val_auprc": best["auprc"],
+        "train_seconds": float(sum(r["seconds"] for r in history)),
+        "tokens_per_s": float(np.median([r["tokens_per_s"] for r in history])),
+        "epochs_trained": float(sum(r["epoch_fraction"] for r in history)),  # below `train.epochs` when stopped
+        "time_budget_reached": budget_reached,
+        "device": str(device),
+        "peak_memory_mb": peak_memory_mb(),
+        "data_manifest_sha256": hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest(),
+        "versions": package_versions(),
+    }
+    atomic_write_text(outdir / "model.json", json.dumps(description, indent=2))
+    return description
+
+
+def peak_memory_mb() -> float:
+    """This process's peak: GPU memory allocated when training on CUDA, else resident memory (MiB)."""
+    if torch.cuda.is_available() and torch.cuda.max_memory_allocated() > 0:
+        return torch.cuda.max_memory_allocated() / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+
+
+def _bce(scores: np.ndarray, labels: np.ndarray) -> float:
+    clipped = np.clip(scores, 1e-7, 1 - 1e-7)
+    return float(-np.mean(labels * np.log(clipped) + (1 - labels) * np.log(1 - clipped)))
+
+
+def _fmt(values) -> list[str]:
+    return [f"{v:.4g}" if isinstance(v, float) else str(v) for v in values]

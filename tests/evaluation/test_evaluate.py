@@ -1,0 +1,39 @@
+"""A trained model's test predictions and their metrics, as the evaluate rule writes them."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from sklearn.metrics import average_precision_score, precision_recall_curve, roc_auc_score
+
+from epiformer.data.shards import load_split
+from epiformer.evaluation.evaluate import evaluate_model
+from epiformer.inference.trained_model import load_trained_model, predict_split
+
+
+def test_evaluation_writes_every_test_pair_and_metrics_with_the_validation_threshold(trained_cells, tmp_path):
+    folder = trained_cells["demo_b"]
+    written = evaluate_model(folder / "linear", folder / "shards", tmp_path / "p.tsv", tmp_path / "m.json", 50, seed=3)
+    assert json.loads((tmp_path / "m.json").read_text()) == written
+    predictions = pd.read_csv(tmp_path / "p.tsv", sep="\t")
+    test = pd.read_csv(folder / "windows.tsv", sep="\t").query("split == 'test'").sort_values("pair_id")
+    assert list(predictions.columns) == ["pair_id", "label", "score"]
+    assert predictions["pair_id"].tolist() == test["pair_id"].tolist()  # every test pair, by pair_id
+    assert predictions["label"].tolist() == test["label"].tolist()
+    model, _ = load_trained_model(folder / "linear")
+    val_scores, val_labels, _ = predict_split(model, load_split(folder / "shards", "val"), 64, torch.device("cpu"))
+    test_scores, _, test_ids = predict_split(model, load_split(folder / "shards", "test"), 64, torch.device("cpu"))
+    test_scores = test_scores[np.argsort(test_ids)]  # by pair_id, as predictions.tsv
+    np.testing.assert_allclose(predictions["score"], test_scores, rtol=1e-5)
+    assert predictions["score"].tolist() == [float(f"{s:.6g}") for s in test_scores]  # 6 significant digits
+    # The threshold that maximises F1 on validation, found here from scikit-learn's curve.
+    precision, recall, thresholds = precision_recall_curve(val_labels, val_scores)
+    f1 = 2 * precision[:-1] * recall[:-1] / np.maximum(precision[:-1] + recall[:-1], 1e-12)
+    assert written["threshold"] == pytest.approx(thresholds[np.argmax(f1)])
+    assert written["auroc"] == pytest.approx(roc_auc_score(test["label"], test_scores), abs=1e-12)
+    assert written["auprc"] == pytest.approx(average_precision_score(test["label"], test_scores), abs=1e-12)
+    assert (written["n_test"], written["positives"]) == (len(test), test["label"].sum())
+    assert written["split_mode"] == "chromosome" and written["leak_prone"] is False
+    assert (written["windows"]["enhancer_width"], written["windows"]["promoter_width"]) == (64, 48)

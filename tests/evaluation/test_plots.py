@@ -1,0 +1,197 @@
+"""epiformer.evaluation.plots: real figures from small real inputs, read back from the files they write.
+
+The SVGs are written with `svg.fonttype: none`, so their text (titles, legends, labels) stays
+text that the tests can read and compare with values computed here from the inputs.
+"""
+
+import xml.etree.ElementTree as ET
+
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import average_precision_score, roc_auc_score
+
+from epiformer.evaluation.plots import (
+    plot_calibration,
+    plot_comparison,
+    plot_roc_pr,
+    plot_scaling,
+    plot_training,
+    plot_transfer,
+    reliability,
+)
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+@pytest.fixture(autouse=True)
+def svg_text_as_text():
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        yield
+
+
+def figure_texts(png, width: int, height: int) -> list[str]:
+    """Check `png` and the SVG beside it are whole figures (and nothing else is in the folder); the SVG's texts."""
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert plt.imread(png).shape[:2] == (height, width)  # figsize x 120 dpi: the whole figure was drawn
+    root = ET.parse(png.with_suffix(".svg")).getroot()
+    assert root.tag == f"{SVG}svg"
+    assert sorted(p.name for p in png.parent.iterdir()) == sorted([png.name, png.with_suffix(".svg").name])
+    return ["".join(text.itertext()) for text in root.iter(f"{SVG}text")]
+
+
+def scored_predictions(folder, name, n, seed, signal):
+    rng = np.random.default_rng(seed)
+    labels = (rng.random(n) < 0.3).astype(int)
+    frame = pd.DataFrame(
+        {"pair_id": np.arange(n), "label": labels, "score": np.clip(rng.normal(0.4 + signal * labels, 0.2), 0, 1)}
+    )
+    path = folder / f"{name}.tsv"
+    frame.to_csv(path, sep="\t", index=False)
+    return path, frame
+
+
+@pytest.mark.parametrize(
+    "split_mode, caption", [("chromosome", "held-out chromosomes"), ("random", "random split - LEAK-PRONE")]
+)
+def test_roc_pr_legends_give_scikit_learns_auroc_and_auprc_of_each_input(tmp_path, split_mode, caption):
+    inputs = {}
+    for name, seed, signal in (("linear", 0, 0.3), ("kmer", 1, 0.1)):
+        inputs[name] = scored_predictions(tmp_path, name, 200, seed, signal)
+    png = tmp_path / "plots" / "roc_pr.png"
+    plot_roc_pr("cell_x", {name: path for name, (path, _) in inputs.items()}, png, split_mode)
+    texts = figure_texts(png, 1200, 540)
+    for name, (_, frame) in inputs.items():
+        assert f"{name} (AUROC {roc_auc_score(frame['label'], frame['score']):.3f})" in texts
+        assert f"{name} (AUPRC {average_precision_score(frame['label'], frame['score']):.3f})" in texts
+    assert f"prevalence {inputs['kmer'][1]['label'].mean():.2f}" in texts and "chance" in texts
+    assert f"cell_x: ROC, test ({caption})" in texts and f"cell_x: PR, test ({caption})" in texts
+
+
+def test_training_curves_are_titled_with_the_model_cell_line_and_split(tmp_path):
+    log = tmp_path / "train_log.tsv"
+    pd.DataFrame(
+        {
+            "epoch": [1, 2, 3],
+            "train_loss": [0.69, 0.6, 0.55],
+            "val_loss": [0.7, 0.65, 0.66],
+            "val_auroc": [0.55, 0.7, 0.72],
+            "val_auprc": [0.35, 0.5, 0.52],
+        }
+    ).to_csv(log, sep="\t", index=False)
+    png = tmp_path / "plots" / "linear.training.png"
+    plot_training("cell_x", "linear", log, png, "random")
+    texts = figure_texts(png, 1200, 480)
+    assert "linear trained on cell_x" in texts and "validation (random split - LEAK-PRONE)" in texts
+    assert {"train (class-weighted)", "validation", "validation AUROC", "validation AUPRC", "epoch"} <= set(texts)
+
+
+def test_reliability_bins_scores_in_tenths_and_leaves_out_empty_bins():
+    rng = np.random.default_rng(2)
+    scores = np.r_[0.0, 1.0, rng.random(300) ** 2]  # skewed low: high bins hold few pairs
+    labels = (rng.random(len(scores)) < scores).astype(int)
+    table = reliability(labels, scores)
+    bins = np.minimum((scores * 10).astype(int), 9)  # 1.0 falls in the last bin, with the scores just below it
+    assert table["bin"].tolist() == sorted(set(bins))
+    for row in table.itertuples():
+        assert row.pairs == (bins == row.bin).sum()
+        assert row.mean_score == pytest.approx(scores[bins == row.bin].mean())
+        assert row.positive_rate == pytest.approx(labels[bins == row.bin].mean())
+    sparse = reliability(np.array([1, 0, 1]), np.array([0.05, 0.07, 0.95]))
+    assert sparse["bin"].tolist() == [0, 9] and sparse["pairs"].tolist() == [2, 1]
+
+
+def test_calibration_figure_draws_every_model_on_the_test_split(tmp_path):
+    inputs = {
+        name: scored_predictions(tmp_path, name, 150, seed, 0.3)[0] for name, seed in (("linear", 0), ("softmax", 3))
+    }
+    png = tmp_path / "plots" / "calibration.png"
+    plot_calibration("cell_x", inputs, png)
+    texts = figure_texts(png, 780, 840)
+    assert {"linear", "softmax", "perfectly calibrated"} <= set(texts)
+    assert "cell_x: calibration, test (held-out chromosomes)" in texts
+
+
+def summary_rows(cell, oracle):
+    return [
+        {"cell_line": cell, "model": "linear", "kind": "transformer", "auroc": 0.9, "auroc_lo": 0.85, "auroc_hi": 0.94}
+        | {"auprc": 0.7, "auprc_lo": 0.6, "auprc_hi": 0.8, "positives": 30, "n_test": 120, "oracle_auroc": oracle},
+        {"cell_line": cell, "model": "distance", "kind": "baseline", "auroc": 0.5, "auroc_lo": 0.45, "auroc_hi": 0.55}
+        | {"auprc": 0.25, "auprc_lo": 0.2, "auprc_hi": 0.3, "positives": 30, "n_test": 120, "oracle_auroc": oracle},
+    ]
+
+
+def test_comparison_has_a_row_of_panels_per_cell_line_naming_each_model(tmp_path):
+    summary = tmp_path / "summary.tsv"
+    pd.DataFrame(summary_rows("cell_x", 0.97) + summary_rows("cell_y", None)).to_csv(summary, sep="\t", index=False)
+    png = tmp_path / "plots" / "comparison.png"
+    plot_comparison(summary, png)
+    height = round((1.2 + 0.45 * 2 * 2) * 120)  # two models in each of two cell lines
+    texts = figure_texts(png, 1200, height)
+    for cell in ("cell_x", "cell_y"):
+        assert f"{cell}: AUROC" in texts and f"{cell}: AUPRC" in texts
+    assert texts.count("linear") == texts.count("distance") == 4  # a tick label in each of the four panels
+    assert texts.count("oracle (true probabilities)") == 1  # only cell_x has a truth table
+    assert texts.count("prevalence (chance)") == 2
+
+
+def test_transfer_heatmaps_print_the_tables_values(tmp_path):
+    table = pd.DataFrame(
+        {
+            "train_cell": ["a", "a", "b", "b"],
+            "test_cell": ["a", "b", "a", "b"],
+            "auroc": [0.91, 0.62, 0.48, 0.88],
+            "auprc": [0.81, 0.44, 0.3, 0.77],
+            "n_test": 100,
+            "positives": 25,
+        }
+    )
+    table.to_csv(tmp_path / "linear.tsv", sep="\t", index=False)
+    png = tmp_path / "plots" / "linear.png"
+    plot_transfer(tmp_path / "linear.tsv", "linear", png)
+    texts = figure_texts(png, round((2 * (2.5 + 1.4) + 1.5) * 120), round((2.5 + 1.4) * 120))
+    for metric in ("auroc", "auprc"):
+        title = texts.index(f"linear: {metric.upper()}")
+        cells = [text for text in texts[:title] if text.startswith("0.")][-4:]  # the annotations, row by row
+        assert cells == [f"{value:.2f}" for value in table[metric]]
+
+
+def test_scaling_figure_names_each_component_and_attention_and_the_device(tmp_path):
+    tokens = np.array([1000, 2000, 4000])
+    rows = [
+        {
+            "component": component,
+            "attention": attention,
+            "tokens": t,
+            "seconds": t * f,
+            "peak_mb": t * f,
+            "device": "cpu",
+        }
+        for component in ("attention", "model")
+        for attention, f in (("linear", 1e-4), ("softmax", 1e-7 * tokens.max()))
+        for t in tokens
+    ]
+    pd.DataFrame(rows).to_csv(tmp_path / "scaling.tsv", sep="\t", index=False)
+    png = tmp_path / "plots" / "scaling.png"
+    plot_scaling(tmp_path / "scaling.tsv", png)
+    texts = figure_texts(png, 1320, 540)
+    assert "M7 linear vs softmax attention, batch 1, cpu" in texts
+    for label in ("attention, linear", "attention, softmax", "model, linear", "model, softmax", "O(T) guide"):
+        assert texts.count(label) >= 1, label
+
+
+def test_the_test_set_figures_are_the_same_in_rule_caption_and_package():
+    """plot_test_set's {figure} names live in three files; a figure added to one must be in all."""
+    import ast
+    import re
+
+    from epiformer.evaluation.plots import TEST_SET_FIGURES
+    from tests.helpers import REPO
+
+    rules = (REPO / "workflow" / "rules" / "plots.smk").read_text()
+    labels = ast.literal_eval(re.search(r"^TEST_SET_FIGURE_LABELS = (\{.*?\})$", rules, re.M).group(1))
+    caption = (REPO / "workflow" / "report" / "test_set.rst").read_text()
+    assert set(labels) == set(TEST_SET_FIGURES)
+    assert set(re.findall(r'snakemake\.wildcards\.figure == "(\w+)"', caption)) == set(TEST_SET_FIGURES)

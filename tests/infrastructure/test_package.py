@@ -1,0 +1,155 @@
+"""The package's architecture (docs/architecture.md), checked on its import statements.
+
+Subpackages sit in layers; a module imports only from its own subpackage and from lower
+layers, never upward or sideways, and the import graph has no cycle. Modules without
+PyTorch stay importable where PyTorch is not installed (the analysis and genome envs).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import REPO
+
+PACKAGE_DIR = REPO / "src" / "epiformer"
+
+# docs/architecture.md draws the same layers.
+LAYERS = {
+    "constants": 0,
+    "io": 1,
+    "sequence": 1,
+    "data": 2,
+    "model": 2,
+    "inference": 3,
+    "training": 4,
+    "evaluation": 4,
+    "scoring": 4,
+    "interpret": 4,
+    "synthetic": 4,
+    "cli": 5,
+}
+
+# The modules that need PyTorch; every other module must import without it.
+NEEDS_TORCH = {
+    "epiformer.data.batches",
+    "epiformer.model.ops",
+    "epiformer.model.transformer",
+    "epiformer.inference.devices",
+    "epiformer.inference.trained_model",
+    "epiformer.training.train",
+    "epiformer.evaluation.evaluate",
+    "epiformer.evaluation.transfer",
+    "epiformer.scoring.new_pairs",
+    "epiformer.scoring.predict",
+    "epiformer.scoring.variants",
+    "epiformer.interpret.attributions",
+}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE_DIR.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(path): path for path in sorted(PACKAGE_DIR.rglob("*.py"))}
+
+
+def imported_modules(path: Path) -> set[str]:
+    """The epiformer modules a file imports, at any depth (imports inside functions included)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        found |= {name for name in names if name in MODULES and name != "epiformer"}
+    return found
+
+
+def concern(module: str) -> str | None:
+    """The layer key of a module: its subpackage, or its own name at the top level."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+GRAPH = {module: imported_modules(path) for module, path in MODULES.items()}
+
+
+def test_every_subpackage_and_top_level_module_has_a_layer():
+    assert {concern(module) for module in MODULES} - {None} == set(LAYERS)
+
+
+def test_nothing_imports_upward_or_sideways():
+    offences = []
+    for module, imports in GRAPH.items():
+        here = concern(module)
+        for target in imports:
+            there = concern(target)
+            if here is None or there == here:
+                continue
+            if LAYERS[there] >= LAYERS[here]:
+                offences.append(f"{module} imports {target} ({there} is not below {here})")
+    assert offences == []
+
+
+def test_the_model_imports_only_its_configs_and_the_constants():
+    for module, imports in GRAPH.items():
+        if concern(module) == "model":
+            assert {concern(target) for target in imports} <= {"model", "constants"}, module
+
+
+def test_the_import_graph_has_no_cycle():
+    state: dict[str, str] = {}
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = "open"
+        for target in sorted(GRAPH[module]):
+            if state.get(target) == "open":
+                pytest.fail("import cycle: " + " -> ".join([*path, module, target]))
+            if target not in state:
+                visit(target, [*path, module])
+        state[module] = "done"
+
+    for module in MODULES:
+        if module not in state:
+            visit(module, [])
+
+
+def test_the_import_checks_see_an_upward_import(tmp_path):
+    """The checker itself: an import of training from data is found."""
+    source = tmp_path / "shards.py"
+    source.write_text("def f():\n    from epiformer.training.train import train_model\n")
+    assert imported_modules(source) == {"epiformer.training.train"}
+
+
+TORCH_BLOCKER = """
+import importlib, sys
+class NoTorch:
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch" or name.startswith("torch."):
+            raise ModuleNotFoundError(f"No module named {name!r} (blocked by the test)")
+sys.meta_path.insert(0, NoTorch())
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+    print("imported", name)
+"""
+
+
+def test_modules_without_pytorch_import_where_it_is_missing():
+    light = sorted(set(MODULES) - NEEDS_TORCH)
+    done = subprocess.run([sys.executable, "-c", TORCH_BLOCKER, *light], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("imported") == len(light) > 30
+    blocked = subprocess.run([sys.executable, "-c", TORCH_BLOCKER, "epiformer.model.ops"], capture_output=True)
+    assert blocked.returncode != 0  # the blocker works
+
+
+def test_the_package_ships_no_benchmark_code():
+    assert not any("scaling" in module or "benchmark" in module for module in MODULES)

@@ -1,0 +1,359 @@
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from epiformer.model.ops import linear_attention, softmax_attention
+from epiformer.model.transformer import EPITransformer, ModelConfig, count_parameters, distance_features, patch_max
+from tests.helpers import quadratic_tensors, tensor_shapes_during
+
+
+def one_hot(batch, length, seed):
+    generator = torch.Generator().manual_seed(seed)
+    return torch.nn.functional.one_hot(torch.randint(0, 4, (batch, length), generator=generator), 4).float()
+
+
+# (stem, pool, element_pool); M7 first
+READOUTS = [("linear", "mean", False), ("conv", "max", False), ("conv", "mean", False), ("linear", "max", False)]
+READOUTS += [("conv", "max", True), ("linear", "mean", True), ("conv_exp", "max", True)]
+SPAN_READOUTS = [READOUTS[0], READOUTS[1], READOUTS[4], READOUTS[6]]
+
+
+@pytest.mark.parametrize("stem, pool, element_pool", READOUTS)
+@pytest.mark.parametrize("attention", ["linear", "softmax"])
+@pytest.mark.parametrize("patch, kernel", [(1, 1), (4, 12), (3, 4)])
+def test_output_does_not_change_when_padding_is_added(attention, patch, kernel, stem, pool, element_pool):
+    torch.manual_seed(0)
+    config = ModelConfig(
+        attention=attention, d_model=16, n_heads=2, d_ff=32, patch_size=patch, kernel_size=kernel, dropout=0.0
+    )
+    model = EPITransformer(replace(config, stem=stem, pool=pool, element_pool=element_pool)).eval()
+    enhancer, promoter = one_hot(1, 24, 1), one_hot(1, 18, 2)
+    alone = model(enhancer, promoter)
+    padded_e = torch.cat([enhancer, one_hot(1, 12, 3)], dim=1)  # garbage bases behind the mask
+    padded_p = torch.cat([promoter, one_hot(1, 9, 4)], dim=1)
+    valid_e = torch.arange(36)[None] < 24
+    valid_p = torch.arange(27)[None] < 18
+    together = model(padded_e, padded_p, valid_e, valid_p)
+    torch.testing.assert_close(together, alone, atol=1e-5, rtol=1e-5)
+
+
+def test_batches_may_mix_widths():
+    torch.manual_seed(0)
+    model = EPITransformer(ModelConfig(d_model=16, n_heads=2, d_ff=32, patch_size=4, kernel_size=8, dropout=0)).eval()
+    short_e, short_p, long_e, long_p = one_hot(1, 16, 1), one_hot(1, 12, 2), one_hot(1, 32, 3), one_hot(1, 24, 4)
+    batch_e = torch.cat([torch.nn.functional.pad(short_e, (0, 0, 0, 16)), long_e])
+    batch_p = torch.cat([torch.nn.functional.pad(short_p, (0, 0, 0, 12)), long_p])
+    valid_e = torch.stack([torch.arange(32) < 16, torch.ones(32, dtype=torch.bool)])
+    valid_p = torch.stack([torch.arange(24) < 12, torch.ones(24, dtype=torch.bool)])
+    mixed = model(batch_e, batch_p, valid_e, valid_p)
+    torch.testing.assert_close(mixed, torch.cat([model(short_e, short_p), model(long_e, long_p)]), atol=1e-5, rtol=1e-5)
+
+
+def test_linear_and_softmax_twins_differ_only_in_attention():
+    linear = EPITransformer(ModelConfig(attention="linear", patch_size=4, kernel_size=12)).eval()
+    softmax = EPITransformer(ModelConfig(attention="softmax", patch_size=4, kernel_size=12)).eval()
+    assert count_parameters(linear) == count_parameters(softmax)
+    softmax.load_state_dict(linear.state_dict())  # identical parameter names and shapes
+    assert {block.attention.attend for block in linear.blocks} == {linear_attention}
+    assert {block.attention.attend for block in softmax.blocks} == {softmax_attention}
+    enhancer, promoter = one_hot(2, 40, 1), one_hot(2, 32, 2)
+    with torch.no_grad():  # the same weights: what differs in the output is the attention
+        assert not torch.allclose(linear(enhancer, promoter), softmax(enhancer, promoter), atol=1e-4)
+
+
+@pytest.mark.parametrize("attention, forms_t_by_t", [("linear", False), ("softmax", True)])
+def test_only_the_softmax_twin_forms_t_by_t_attention_weights(attention, forms_t_by_t):
+    """A whole forward and backward pass at T = 4,096 tokens (one a base), 256 times the head size."""
+    torch.manual_seed(0)
+    config = ModelConfig(
+        attention=attention, d_model=32, n_heads=2, n_layers=1, d_ff=64, patch_size=1, kernel_size=1, dropout=0.0
+    )
+    model = EPITransformer(config)
+    enhancer, promoter = one_hot(1, 2048, 1), one_hot(1, 2048, 2)
+    valid = torch.ones(1, 2048, dtype=torch.bool)
+
+    def forward_and_backward():
+        with sdpa_kernel(SDPBackend.MATH):  # softmax's explicit path, whose T x T weights are tensors
+            model(enhancer, promoter, valid, valid).sum().backward()
+
+    assert bool(quadratic_tensors(tensor_shapes_during(forward_and_backward), 4096)) == forms_t_by_t
+
+
+def test_config_rejects_impossible_shapes():
+    with pytest.raises(ValueError, match="divisible"):
+        ModelConfig(d_model=10, n_heads=3)
+    with pytest.raises(ValueError, match="kernel_size"):
+        ModelConfig(patch_size=4, kernel_size=2)
+    with pytest.raises(ValueError, match="attention"):
+        ModelConfig(attention="performer")
+    with pytest.raises(ValueError, match="stem must be one of linear, conv"):
+        ModelConfig(stem="cnn")
+    with pytest.raises(ValueError, match="pool must be one of mean, max"):
+        ModelConfig(pool="sum")
+
+
+def test_distance_features_are_centred_log_distance_and_an_across_chromosome_flag():
+    features = distance_features(torch.tensor([0, 99_999, 9, -1]))
+    np.testing.assert_allclose(features[:, 0].numpy(), [-5.0, 0.0, -4.0, 0.0], atol=1e-6)
+    assert features[:, 1].tolist() == [0.0, 0.0, 0.0, 1.0]
+
+
+def test_a_distance_aware_model_reads_the_distance_and_a_sequence_only_model_ignores_it():
+    torch.manual_seed(0)
+    enhancer, promoter = one_hot(3, 40, 1), one_hot(3, 32, 2)
+    near, far = torch.full((3,), 2_000.0), torch.full((3,), 900_000.0)
+    aware = EPITransformer(
+        ModelConfig(d_model=16, n_heads=2, n_layers=1, patch_size=4, kernel_size=8, distance=True)
+    ).eval()
+    assert not torch.allclose(aware(enhancer, promoter, distance=near), aware(enhancer, promoter, distance=far))
+    with pytest.raises(ValueError, match="distance"):
+        aware(enhancer, promoter)
+    blind = EPITransformer(ModelConfig(d_model=16, n_heads=2, n_layers=1, patch_size=4, kernel_size=8)).eval()
+    torch.testing.assert_close(blind(enhancer, promoter, distance=near), blind(enhancer, promoter, distance=far))
+    # The distance enters only the head: two more inputs to its first layer, and a linear term.
+    assert count_parameters(aware) - count_parameters(blind) == 2 * 16 + 2 + 1
+
+
+def span_model(attention="linear", patch=4, kernel=8, seed=0, stem="linear", pool="mean", element_pool=False):
+    torch.manual_seed(seed)
+    config = ModelConfig(
+        attention=attention, input="span", d_model=16, n_heads=2, d_ff=32, patch_size=patch, kernel_size=kernel
+    )
+    return EPITransformer(replace(config, stem=stem, pool=pool, element_pool=element_pool)).eval()
+
+
+def span_input(length, seed, first_end, second_start):
+    """One span: one-hot [1, L, 4], segments enhancer | between | promoter, every base valid."""
+    segment = torch.full((1, length), 2)
+    segment[0, :first_end], segment[0, second_start:] = 0, 1
+    return one_hot(1, length, seed), segment, torch.ones(1, length, dtype=torch.bool)
+
+
+@pytest.mark.parametrize("stem, pool, element_pool", SPAN_READOUTS)
+@pytest.mark.parametrize("attention", ["linear", "softmax"])
+def test_a_span_padded_in_a_batch_of_longer_spans_scores_as_alone(attention, stem, pool, element_pool):
+    model = span_model(attention, stem=stem, pool=pool, element_pool=element_pool)
+    short, long = span_input(37, 1, 8, 29), span_input(64, 2, 8, 52)
+    alone = model(span=short[0], segment=short[1], span_valid=short[2])
+    padded = [
+        torch.cat([torch.nn.functional.pad(s, (0, 0, 0, 27) if s.dim() == 3 else (0, 27)), other])
+        for s, other in zip(short, long)
+    ]
+    together = model(span=padded[0], segment=padded[1], span_valid=padded[2])
+    torch.testing.assert_close(together[0], alone[0], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        together[1], model(span=long[0], segment=long[1], span_valid=long[2])[0], atol=1e-5, rtol=1e-5
+    )
+
+
+@pytest.mark.parametrize("stem, pool, element_pool", SPAN_READOUTS)
+def test_an_assembly_gap_is_neither_attended_nor_pooled_but_keeps_its_place(stem, pool, element_pool):
+    model = span_model(stem=stem, pool=pool, element_pool=element_pool)
+    span, segment, valid = span_input(40, 3, 8, 32)
+    gap = torch.zeros(1, 16, 4)  # N bases: all-zero rows, not valid
+    with_gap = torch.cat([span[:, :20], gap, span[:, 20:]], dim=1)
+    gap_segment = torch.cat([segment[:, :20], torch.full((1, 16), 2), segment[:, 20:]], dim=1)
+    gap_valid = with_gap.any(dim=-1)
+    trailing = torch.cat([span, gap], dim=1), torch.cat([segment, torch.full((1, 16), 2)], dim=1)
+    plain = model(span=span, segment=segment, span_valid=valid)
+    # At the end, a gap is like padding: nothing changes.
+    torch.testing.assert_close(
+        model(span=trailing[0], segment=trailing[1], span_valid=trailing[0].any(dim=-1)), plain, atol=1e-5, rtol=1e-5
+    )
+    # Inside, its tokens are masked but positions still count it: the bases after it sit further along.
+    inside = model(span=with_gap, segment=gap_segment, span_valid=gap_valid)
+    assert not torch.allclose(inside, plain, atol=1e-4)
+    garbage = with_gap.clone()
+    garbage[:, 20:36] = one_hot(1, 16, 9)  # what lies under an invalid token does not matter
+    torch.testing.assert_close(
+        model(span=garbage, segment=gap_segment, span_valid=gap_valid), inside, atol=1e-5, rtol=1e-5
+    )
+
+
+def test_the_conv_stem_is_the_largest_relu_filter_response_within_each_patch():
+    """Checked against the definition, base by base: filter k bases centred on each base, ReLU, max per patch."""
+    torch.manual_seed(0)
+    patch, kernel, length = 4, 5, 14  # 14 bases: the last patch is half padding (read as N)
+    model = EPITransformer(ModelConfig(d_model=8, n_heads=2, patch_size=patch, kernel_size=kernel, stem="conv"))
+    onehot, valid = one_hot(1, length, 3), torch.ones(1, length, dtype=torch.bool)
+    tokens, token_valid = model.tokenizer(onehot, valid)
+    weight, bias = model.tokenizer.project.weight, model.tokenizer.project.bias  # (D, 4, k), (D,)
+    left = (kernel - 1) // 2
+    bases = torch.nn.functional.pad(onehot[0], (0, 0, left, kernel - 1 - left + (-length % patch)))  # N beyond the ends
+    response = torch.stack(
+        [torch.relu((weight * bases[b : b + kernel].T[None]).sum(dim=(1, 2)) + bias) for b in range(16)]
+    )  # (bases, D)
+    expected = response.view(4, patch, -1).amax(dim=1)
+    torch.testing.assert_close(tokens[0], expected)
+    assert token_valid.tolist() == [[True] * 4]
+    # The stem sees a site wherever it lies in the patch: a filter that is the site scores it as its maximum.
+    site = torch.zeros(1, 12, 4)
+    for offset in range(patch):
+        site.zero_()
+        site[0, 4 + offset, 2] = 1.0  # one G, in the second patch
+        with torch.no_grad():
+            model.tokenizer.project.weight.zero_()
+            model.tokenizer.project.weight[0, 2, left] = 1.0  # channel 0 fires on a G at the centre
+            model.tokenizer.project.bias.zero_()
+        out, _ = model.tokenizer(site, torch.ones(1, 12, dtype=torch.bool))
+        assert out[0, :, 0].tolist() == [0.0, 1.0, 0.0]
+
+
+ACTIVATIONS = {"conv": torch.relu, "conv_exp": torch.exp}  # each conv stem's activation
+
+
+def conv_then(stem, pool, onehot, weight, bias, patch):
+    """A conv stem from PyTorch's own layers: Conv1d and the activation at every base, then `pool` over each patch.
+
+    [B, L, 4] -> [B, T, D]. `pool` is "amax" (the gradient shared among tied maxima) or
+    "max_pool1d" (MaxPool1d: all of it to the first).
+    """
+    kernel = weight.shape[-1]
+    left = (kernel - 1) // 2
+    x = torch.nn.functional.pad(onehot.transpose(1, 2), (left, kernel - 1 - left + (-onehot.shape[1] % patch)))
+    responses = ACTIVATIONS[stem](torch.nn.functional.conv1d(x, weight, bias))  # (B, D, L + tail)
+    if pool == "max_pool1d":
+        return torch.nn.functional.max_pool1d(responses, patch).transpose(1, 2)
+    return responses.view(*responses.shape[:2], -1, patch).amax(dim=-1).transpose(1, 2)
+
+
+def stem_and_gradients(stem, onehot, valid, upstream, weight, bias):
+    """The stem's tokens and the gradients of (tokens * upstream).sum() for the filters, the bias and the bases."""
+    bases = onehot.clone().requires_grad_()
+    tokens = stem(bases, valid)
+    filters_grad, bias_grad, bases_grad = torch.autograd.grad((tokens * upstream).sum(), (weight, bias, bases))
+    return {"tokens": tokens, "filters": filters_grad, "bias": bias_grad, "bases": bases_grad}
+
+
+@pytest.mark.parametrize("patch, kernel", [(1, 1), (1, 5), (4, 4), (4, 8), (4, 19)])
+@pytest.mark.parametrize("sequence", ["random", "one base repeated"])
+@pytest.mark.parametrize("stem", ["conv", "conv_exp"])
+def test_the_conv_stems_and_their_gradients_are_those_of_conv1d_the_activation_and_max_pooling(
+    patch, kernel, sequence, stem
+):
+    """Values and gradients (filters, bias, and the bases, which attributions read) against the layers themselves.
+
+    A run of one base makes identical windows within a patch: tied maxima. The stem shares
+    their gradient, as amax does; MaxPool1d gives it to the first, which moves the bases'
+    gradient but not the filters'. With ReLU, maxima at or below 0 pass no gradient.
+    """
+    torch.manual_seed(patch * 100 + kernel)
+    length = 45  # not a multiple of 4: the last token is part padding
+    model = EPITransformer(ModelConfig(d_model=8, n_heads=2, patch_size=patch, kernel_size=kernel, stem=stem))
+    onehot, valid = one_hot(3, length, 5), torch.ones(3, length, dtype=torch.bool)
+    valid[1, 10:17] = False  # an assembly gap: read as N
+    if sequence == "one base repeated":
+        onehot[:, 14:40] = torch.tensor([0.0, 0.0, 1.0, 0.0])
+    upstream = torch.randn(3, -(-length // patch), 8)
+    weight, bias = model.tokenizer.project.weight, model.tokenizer.project.bias
+
+    def ours(bases, valid):
+        return model.tokenizer(bases, valid)[0]
+
+    def layers(pool):
+        return lambda bases, valid: conv_then(stem, pool, bases * valid[..., None], weight, bias, patch)
+
+    got = stem_and_gradients(ours, onehot, valid, upstream, weight, bias)
+    shared = stem_and_gradients(layers("amax"), onehot, valid, upstream, weight, bias)
+    first = stem_and_gradients(layers("max_pool1d"), onehot, valid, upstream, weight, bias)
+    for name in ("tokens", "filters", "bias", "bases"):
+        torch.testing.assert_close(got[name], shared[name], atol=1e-5, rtol=1e-5)
+    for name in ("tokens", "filters", "bias"):
+        torch.testing.assert_close(got[name], first[name], atol=1e-5, rtol=1e-5)
+    # What the comparisons above exercise: maxima on both sides of 0, and ties where the bases repeat.
+    below_zero = (got["tokens"] == 0) if stem == "conv" else (got["tokens"] < 1)
+    assert below_zero.any() and (~below_zero).any()
+    if sequence == "one base repeated" and patch > 1:
+        assert not torch.allclose(got["bases"], first["bases"])  # the shared gradient is not MaxPool1d's
+
+
+@pytest.mark.parametrize("activation", ["relu", "exp"])
+def test_patch_max_has_the_gradient_of_its_definition(activation):
+    """Finite differences in float64, away from ties and from 0 (where ReLU has no derivative)."""
+    responses = (torch.randperm(3 * 5 * 4 * 6, dtype=torch.float64).view(3, 5, 4, 6) - 100) / 37 + 0.01
+    assert torch.autograd.gradcheck(lambda x: patch_max(x, activation), (responses.requires_grad_(),))
+
+
+def test_max_pooling_takes_each_channel_largest_value_over_valid_tokens_only():
+    model = span_model(pool="max")
+    tokens = torch.tensor([[[1.0, -5.0], [3.0, -2.0], [9.0, 9.0]], [[-1.0, 0.5], [0.0, 0.0], [0.0, 0.0]]])
+    valid = torch.tensor([[True, True, False], [True, False, False]])
+    torch.testing.assert_close(model.pool(tokens, valid), torch.tensor([[3.0, -2.0], [-1.0, 0.5]]))
+    # Against the mean, one site's value does not shrink as the span grows.
+    for length in (4, 4000):
+        x = torch.zeros(1, length, 2)
+        x[0, 0, 1] = 10.0
+        every = torch.ones(1, length, dtype=torch.bool)
+        assert model.pool(x, every)[0, 1] == 10.0
+        torch.testing.assert_close(span_model().pool(x, every)[0, 1], torch.tensor(10.0 / length))
+    # A row without a valid token pools to zeros, not -inf, and passes gradients back without NaN.
+    tokens.requires_grad_(True)
+    empty = model.pool(tokens, torch.zeros(2, 3, dtype=torch.bool))
+    empty.sum().backward()
+    assert torch.equal(empty, torch.zeros(2, 2)) and not tokens.grad.isnan().any()
+
+
+@pytest.mark.parametrize("pool", ["max", "mean"])
+def test_element_pooling_gives_the_head_the_whole_and_each_element_pooled_on_its_own(pool):
+    """The head reads [all | enhancer | promoter], each pooled over its valid tokens only."""
+    model = span_model(stem="conv", pool=pool, element_pool=True)
+    span, segment, valid = span_input(48, 5, 12, 36)  # tokens 0-2 enhancer, 3-8 between, 9-11 promoter
+    valid[0, 40:44] = False  # a gap in the promoter: token 10 is not pooled
+    seen = {}
+    model.norm.register_forward_hook(lambda module, args, out: seen.update(tokens=out))
+    model.head.register_forward_pre_hook(lambda module, args: seen.update(head_in=args[0]))
+    model(span=span, segment=segment, span_valid=valid)
+    tokens = seen["tokens"][0]  # (T, D)
+    reduce = (lambda x: x.amax(dim=0)) if pool == "max" else (lambda x: x.mean(dim=0))
+    every = [t for t in range(12) if t != 10]
+    expected = torch.cat([reduce(tokens[every]), reduce(tokens[[0, 1, 2]]), reduce(tokens[[9, 11]])])
+    torch.testing.assert_close(seen["head_in"][0], expected)
+    # An element with no valid token (all N) pools to zeros, and gradients stay finite.
+    train_model = span_model(stem="conv", pool=pool, element_pool=True).train()
+    train_model.head.register_forward_pre_hook(lambda module, args: seen.update(head_in=args[0]))
+    no_promoter = valid.clone()
+    no_promoter[0, 36:] = False
+    train_model(span=span, segment=segment, span_valid=no_promoter).sum().backward()
+    assert torch.equal(seen["head_in"][0, 32:], torch.zeros(16))
+    assert all(p.grad is None or p.grad.isfinite().all() for p in train_model.parameters())
+
+
+def test_element_pooling_on_element_windows_keeps_the_enhancer_apart_from_the_promoter():
+    torch.manual_seed(0)
+    config = ModelConfig(d_model=16, n_heads=2, d_ff=32, patch_size=4, kernel_size=8, dropout=0.0, element_pool=True)
+    model = EPITransformer(config).eval()
+    plain = EPITransformer(replace(config, element_pool=False))
+    assert count_parameters(model) - count_parameters(plain) == 2 * 16 * 16  # the head's first layer reads 3 x D
+    seen = {}
+    model.norm.register_forward_hook(lambda module, args, out: seen.update(tokens=out))
+    model.head.register_forward_pre_hook(lambda module, args: seen.update(head_in=args[0]))
+    model(one_hot(1, 24, 1), one_hot(1, 16, 2))  # 6 enhancer tokens, then 4 promoter tokens
+    tokens = seen["tokens"][0]
+    means = [tokens.mean(dim=0), tokens[:6].mean(dim=0), tokens[6:].mean(dim=0)]
+    torch.testing.assert_close(seen["head_in"][0], torch.cat(means))
+
+
+def test_a_span_model_embeds_three_segments_and_reads_them():
+    model = span_model()
+    assert model.segment.weight.shape[0] == 3
+    assert (
+        EPITransformer(ModelConfig(d_model=16, n_heads=2, d_ff=32)).segment.weight.shape[0] == 2
+    )  # saved element models load
+    span, segment, valid = span_input(48, 4, 8, 40)
+    swapped = torch.where(segment == 2, segment, 1 - segment)  # enhancer and promoter exchanged
+    assert not torch.allclose(
+        model(span=span, segment=segment, span_valid=valid), model(span=span, segment=swapped, span_valid=valid)
+    )
+    with pytest.raises(ValueError, match="reads spans"):
+        model(one_hot(1, 16, 1), one_hot(1, 16, 2))
+
+
+def test_a_linear_span_model_forms_no_t_by_t_tensor():
+    model = span_model(patch=1, kernel=1)
+    length = 4096
+    span, segment, valid = span_input(length, 5, 100, 4000)
+    shapes = tensor_shapes_during(lambda: model(span=span, segment=segment, span_valid=valid).sum().backward())
+    assert shapes and not quadratic_tensors(shapes, length)

@@ -1,0 +1,312 @@
+"""A real Snakemake run of a tiny config, the way a user runs it."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pandas as pd
+import pytest
+import yaml
+from sklearn.metrics import average_precision_score, roc_auc_score
+
+from tests.helpers import (
+    REPO,
+    independent_paired_interval,
+    report_description,
+    report_file,
+    report_results,
+    snakemake,
+    tiny_config,
+)
+
+
+def test_every_output_exists_for_both_cell_lines_and_models(finished):
+    results = finished / "results"
+    for cell in ("demo_a", "demo_b"):
+        assert (results / cell / "windows.tsv").exists() and (results / cell / "shards" / "manifest.json").exists()
+        audit = pd.read_csv(results / cell / "split_audit.tsv", sep="\t")
+        assert (
+            audit[["overlapping_windows", "shared_elements"]].to_numpy().sum() == 0
+        )  # chromosome split: nothing shared
+        for model in ("linear", "softmax"):
+            folder = results / cell / model
+            for name in ("model.safetensors", "model.json", "train_log.tsv", "predictions.tsv", "metrics.json"):
+                assert (folder / name).stat().st_size > 0, folder / name
+            metrics = json.loads((folder / "metrics.json").read_text())
+            predictions = pd.read_csv(folder / "predictions.tsv", sep="\t")
+            assert metrics["n_test"] == len(predictions) and set(predictions.columns) == {"pair_id", "label", "score"}
+            assert predictions["score"].between(0, 1).all()
+            assert (results / "plots" / cell / f"{model}.training.png").stat().st_size > 1000
+        assert (results / "plots" / cell / "roc_pr.png").stat().st_size > 1000
+    summary = pd.read_csv(results / "summary.tsv", sep="\t")
+    assert len(summary) == 10 and summary["oracle_auroc"].between(0.5, 1).all()
+
+
+MODELS, BASELINES = ("linear", "softmax"), ("distance", "kmer", "propensity")
+
+
+def test_baselines_transfer_and_figures_are_written_for_every_cell_line(finished):
+    results = finished / "results"
+    for cell in ("demo_a", "demo_b"):
+        test_ids = set(pd.read_csv(results / cell / "linear" / "predictions.tsv", sep="\t")["pair_id"])
+        for baseline in BASELINES:
+            predictions = pd.read_csv(results / cell / baseline / "predictions.tsv", sep="\t")
+            assert set(predictions["pair_id"]) == test_ids  # exactly the same test pairs as the models
+        for figure in ("roc_pr", "calibration", "linear.training", "softmax.training"):
+            assert (results / "plots" / cell / f"{figure}.png").read_bytes()[:4] == b"\x89PNG"
+            assert "<svg" in (results / "plots" / cell / f"{figure}.svg").read_text()[:2000]
+    for figure in ("comparison", "scaling_reference", "transfer/linear", "transfer/softmax"):
+        assert (results / "plots" / f"{figure}.png").stat().st_size > 1000
+        assert (results / "plots" / f"{figure}.svg").stat().st_size > 1000
+    summary = pd.read_csv(results / "summary.tsv", sep="\t")
+    assert sorted(summary["model"].unique()) == sorted(MODELS + BASELINES) and len(summary) == 10
+    assert set(summary.loc[summary["kind"] == "baseline", "model"]) == set(BASELINES)
+
+
+def test_every_metric_equals_scikit_learn_on_predictions_tsv(finished):
+    from sklearn.metrics import (
+        average_precision_score,
+        balanced_accuracy_score,
+        f1_score,
+        matthews_corrcoef,
+        roc_auc_score,
+    )
+
+    for cell in ("demo_a", "demo_b"):
+        for model in MODELS + BASELINES:
+            metrics = json.loads((finished / "results" / cell / model / "metrics.json").read_text())
+            frame = pd.read_csv(finished / "results" / cell / model / "predictions.tsv", sep="\t")
+            labels, scores = frame["label"], frame["score"]
+            predicted = scores >= metrics["threshold"] - 5e-7  # scores are stored with 6 significant digits
+            assert metrics["auroc"] == pytest.approx(roc_auc_score(labels, scores), abs=1e-4)
+            assert metrics["auprc"] == pytest.approx(average_precision_score(labels, scores), abs=1e-4)
+            assert metrics["f1"] == pytest.approx(f1_score(labels, predicted), abs=1e-3)
+            assert metrics["mcc"] == pytest.approx(matthews_corrcoef(labels, predicted), abs=1e-3)
+            assert metrics["balanced_accuracy"] == pytest.approx(balanced_accuracy_score(labels, predicted), abs=1e-3)
+            assert (metrics["n_test"], metrics["positives"]) == (len(frame), labels.sum())
+            assert metrics["negatives"] == (labels == 0).sum() and metrics["prevalence"] == pytest.approx(labels.mean())
+            for name in ("auroc", "auprc"):
+                low, high = metrics[f"{name}_ci95"]
+                assert low <= metrics[name] <= high
+            assert metrics["split_mode"] == "chromosome"
+
+
+def test_transfer_diagonal_equals_each_models_own_test_metrics(finished):
+    for model in MODELS:
+        table = pd.read_csv(finished / "results" / "transfer" / f"{model}.tsv", sep="\t")
+        assert len(table) == 4 and set(table["train_cell"]) == set(table["test_cell"]) == {"demo_a", "demo_b"}
+        for row in table[table["train_cell"] == table["test_cell"]].itertuples():
+            metrics = json.loads((finished / "results" / row.train_cell / model / "metrics.json").read_text())
+            assert row.auroc == pytest.approx(metrics["auroc"], abs=1e-5) and row.n_test == metrics["n_test"]
+
+
+def test_windows_follow_the_design_rule(finished):
+    windows = pd.read_csv(finished / "results" / "demo_a" / "windows.tsv", sep="\t")
+    pairs = pd.read_csv(finished / "resources" / "demo" / "demo_a.pairs.csv").iloc[windows["pair_id"]]
+    centre = (pairs["enhancer_start"].to_numpy() + pairs["enhancer_end"].to_numpy()) // 2
+    assert ((windows["enhancer_start"] == centre - 32) & (windows["enhancer_end"] == centre + 32)).all()
+    assert set(windows.loc[windows.split == "test", "enhancer_chrom"]) == {"chr3"}
+
+
+def test_rerun_has_nothing_to_do_and_report_shows_every_figure_with_a_caption(finished):
+    dry = snakemake(finished, "-n")
+    assert dry.returncode == 0 and "Nothing to be done" in dry.stdout + dry.stderr
+    report = snakemake(finished, "--report", "results/report.html")
+    assert report.returncode == 0, report.stderr[-3000:]
+    entries = report_results((finished / "results" / "report.html").read_text(errors="replace"))
+    figures = sorted(str(path.relative_to(finished)) for path in (finished / "results" / "plots").rglob("*.png"))
+    tables = [
+        "results/summary.html",
+        "results/paired_comparison.html",
+        "results/transfer/linear.html",
+        "results/transfer/softmax.html",
+        "results/demo_a/split_audit.html",
+        "results/demo_b/split_audit.html",
+    ]
+    assert len(figures) == 13 and set(figures + tables) <= set(entries)
+    for path in figures + tables:
+        entry = entries[path]
+        caption = re.sub("<[^>]+>", "", entry["caption"])
+        assert len(caption.split()) > 25, (path, caption)  # says what it shows and how to read it
+        assert "{{" not in caption and "snakemake." not in caption  # templates filled in
+        assert entry["data_uri"].startswith("data:image/png" if path.endswith(".png") else "data:text/html")
+    assert "demo_a" in entries["results/plots/demo_a/calibration.png"]["caption"]
+    assert all(entry["labels"] for entry in entries.values())  # listed by labels, not by file paths
+    # The tables are readable pages holding the TSVs' values; the TSVs stay files, not report items.
+    assert not {"results/summary.tsv", "results/paired_comparison.tsv", "results/transfer/linear.tsv"} & set(entries)
+    summary = pd.read_csv(finished / "results" / "summary.tsv", sep="\t", dtype=str)
+    page = report_file(entries["results/summary.html"])
+    row = summary[(summary["cell_line"] == "demo_b") & (summary["model"] == "kmer")].iloc[0]
+    cells = "<td>demo_b</td><td>kmer</td><td>baseline</td><td></td><td>elements</td>"
+    assert f'{cells}<td class="number">{row["auroc"]}</td>' in page
+    description = report_description((finished / "results" / "report.html").read_text(errors="replace"))
+    assert "Split by chromosome" in description  # what this run did, with the config's values:
+    assert re.search(r"enhancer lies on\s+chr3 are the test split", description)
+    assert "linear: linear attention" in description and "propensity:" in description
+    assert "{{" not in description and "{%" not in description
+
+
+def report_calls(text: str) -> list[str]:
+    """The argument text of every `report(...)` call in a rule file."""
+    calls = []
+    for match in re.finditer(r"\breport\(", text):
+        depth, end = 1, match.end()
+        while depth:
+            depth += {"(": 1, ")": -1}.get(text[end], 0)
+            end += 1
+        calls.append(text[match.end() : end - 1])
+    return calls
+
+
+def test_every_report_item_has_labels():
+    # The report lists a category by its items' labels, and by raw file paths as soon as one lacks them.
+    calls = {path.name: report_calls(path.read_text()) for path in (REPO / "workflow" / "rules").glob("*.smk")}
+    # Every figure rule and every report table: 6 figure rules, scaling, and 4 HTML tables; a
+    # parser that stopped finding the calls would pass the loop below having checked nothing.
+    assert sum(map(len, calls.values())) >= 11
+    for name, arguments in calls.items():
+        for argument in arguments:
+            assert "labels=" in argument and "caption=" in argument, (name, argument)
+
+
+def test_changing_one_model_reruns_only_that_model(finished):
+    path = finished / "config" / "config.yaml"
+    original = path.read_text()
+    config = yaml.safe_load(original)
+    config["models"]["softmax"]["d_ff"] = 48
+    path.write_text(yaml.safe_dump(config))
+    try:
+        jobs = snakemake(finished, "-n").stdout
+    finally:
+        path.write_text(original)  # the finished run is shared with other test modules
+    assert "wildcards: cell=demo_a, model=softmax" in jobs and "model=linear" not in jobs
+
+
+def test_span_only_settings_rerun_nothing_in_a_run_without_span_models(finished):
+    path = finished / "config" / "config.yaml"
+    original = path.read_text()
+    config = yaml.safe_load(original)
+    config["windows"]["max_span"] = 1234
+    config["train"]["max_tokens_per_batch"] = 999
+    path.write_text(yaml.safe_dump(config))
+    try:
+        dry = snakemake(finished, "-n")
+    finally:
+        path.write_text(original)  # the finished run is shared with other test modules
+    assert dry.returncode == 0 and "Nothing to be done" in dry.stdout + dry.stderr
+
+
+def test_bad_config_is_rejected_before_any_job(workdir, tmp_path):
+    config = tiny_config()
+    config["split"]["mode"] = "sideways"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(config))
+    run = snakemake(workdir, "-n", "--configfile", str(bad))
+    assert run.returncode != 0 and "sideways" in run.stdout + run.stderr
+
+
+@pytest.mark.parametrize(
+    "sheet, message",
+    [
+        ("cell_line\tpairs\nx\tp.csv\n", "genome"),  # required column missing
+        ("cell_line\tpairs\tgenome\nbad name\tp.csv\tdemo\n", "bad name"),  # not usable in a path
+        ("cell_line\tpairs\tgenome\nx\tp.csv\thg38\n", "hg38"),  # genome not configured
+    ],
+)
+def test_bad_sample_sheet_is_rejected_before_any_job(workdir, tmp_path, sheet, message):
+    config = tiny_config()
+    config["samples"] = str(tmp_path / "samples.tsv")
+    (tmp_path / "samples.tsv").write_text(sheet)
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    run = snakemake(workdir, "-n", "--configfile", str(tmp_path / "config.yaml"))
+    assert run.returncode != 0 and message in run.stdout + run.stderr
+    assert "Job stats" not in run.stdout
+
+
+def test_a_new_cell_line_schedules_only_its_own_jobs_and_the_aggregates(finished, tmp_path):
+    sheet = (finished / "config" / "samples.tsv").read_text()
+    new_row = "demo_c\tresources/demo/demo_a.pairs.csv\tdemo\t\n"  # a third cell line: one new row
+    (tmp_path / "samples.tsv").write_text(sheet.rstrip("\n") + "\n" + new_row)
+    config = tiny_config()
+    config["samples"] = str(tmp_path / "samples.tsv")
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    dry = snakemake(finished, "-n", "--configfile", str(tmp_path / "config.yaml"))
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    jobs = re.findall(r"rule (\w+):\n(?:    .*\n)*?    wildcards: ([^\n]*)", dry.stdout)
+    per_cell = {(rule, wildcards) for rule, wildcards in jobs if "cell=" in wildcards}
+    assert per_cell and all("cell=demo_c" in wildcards for _, wildcards in per_cell)
+    assert {rule for rule, _ in per_cell} >= {
+        "windows",
+        "encode",
+        "train",
+        "evaluate",
+        "baseline",
+        "plot_test_set",
+        "plot_training",
+        "split_audit_html",
+        "tracks",
+    }
+    aggregates = {rule for rule, wildcards in jobs if "cell=" not in wildcards}
+    assert aggregates == {"transfer", "plot_transfer", "transfer_html"}  # per model; summary, comparison: none
+    assert re.search(r"rule summary:", dry.stdout) and re.search(r"rule plot_comparison:", dry.stdout)
+    assert not re.search(r"cell=demo_[ab]\b", dry.stdout)
+
+
+def test_results_record_the_config_versions_and_genome_index_checksum(finished):
+    from epiformer.io.files import sha256_file
+
+    for cell in ("demo_a", "demo_b"):
+        report = json.loads((finished / "results" / cell / "windows_stats.json").read_text())
+        assert report["inputs"]["genome_index_sha256"] == sha256_file(finished / "resources/demo/genome.fa.fai")
+        assert report["inputs"]["pairs_sha256"] and report["split_config"]["test_chromosomes"] == ["chr3"]
+        assert report["windows"]["enhancer_width"] == 64 and report["versions"]["torch"]
+        description = json.loads((finished / "results" / cell / "linear" / "model.json").read_text())
+        assert description["train"]["epochs"] == 1 and description["model"]["d_model"] == 16
+        assert description["versions"]["epiformer"] and description["data_manifest_sha256"]
+
+
+PAIRED_METRICS = {"auroc": roc_auc_score, "auprc": average_precision_score}
+
+
+def test_summary_rule_writes_the_paired_comparison(finished):
+    results = finished / "results"
+    config = yaml.safe_load((finished / "config" / "config.yaml").read_text())["evaluate"]
+    summary = pd.read_csv(results / "summary.tsv", sep="\t")
+    paired = pd.read_csv(results / "paired_comparison.tsv", sep="\t").set_index(
+        ["cell_line", "model", "baseline", "metric"]
+    )
+    assert len(paired) == 2 * len(MODELS) * len(BASELINES) * len(PAIRED_METRICS)
+    assert (paired["resamples"] == config["bootstrap"]).all() and (paired["seed"] == config["seed"]).all()
+    columns = [f"{m}_diff_{b}{s}" for b in BASELINES for m in PAIRED_METRICS for s in ("", "_lo", "_hi")]
+    assert set(columns) <= set(summary.columns)
+    assert summary.loc[summary["kind"] == "baseline", columns].isna().all().all()
+    markdown = (results / "summary.md").read_text()
+    for row in summary[summary["kind"] == "transformer"].itertuples():
+        model = pd.read_csv(results / row.cell_line / row.model / "predictions.tsv", sep="\t").set_index("pair_id")
+        for baseline in BASELINES:
+            other = pd.read_csv(results / row.cell_line / baseline / "predictions.tsv", sep="\t").set_index("pair_id")
+            other = other.loc[model.index]
+            labels, scores_a, scores_b = model["label"].to_numpy(), model["score"].to_numpy(), other["score"].to_numpy()
+            for name, metric in PAIRED_METRICS.items():
+                entry = paired.loc[(row.cell_line, row.model, baseline, name)]
+                difference = metric(labels, scores_a) - metric(labels, scores_b)
+                (low, high), kept = independent_paired_interval(
+                    labels, scores_a, scores_b, metric, config["bootstrap"], config["seed"]
+                )
+                for value, want in ((entry["difference"], difference), (entry["lo"], low), (entry["hi"], high)):
+                    assert value == pytest.approx(want, abs=1e-4)
+                assert entry["resamples_used"] == kept
+                assert getattr(row, f"{name}_diff_{baseline}") == pytest.approx(difference, abs=1e-4)
+                assert getattr(row, f"{name}_diff_{baseline}_lo") == pytest.approx(low, abs=1e-4)
+            assert f"| {row.cell_line} | {row.model} vs {baseline} |" in markdown
+
+
+def test_report_shows_the_paired_table_with_its_caption(finished, tmp_path):
+    run = snakemake(finished, "--report", str(tmp_path / "report.html"))
+    assert run.returncode == 0, run.stderr[-3000:]
+    entries = report_results((tmp_path / "report.html").read_text(errors="replace"))
+    entry = entries["results/paired_comparison.html"]
+    caption = re.sub("<[^>]+>", "", entry["caption"])
+    assert "paired" in caption and "excludes_zero" in caption and len(caption.split()) > 25
+    assert entry["data_uri"].startswith("data:text/html") and "<th>excludes_zero</th>" in report_file(entry)
