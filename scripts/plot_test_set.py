@@ -7,7 +7,7 @@ from epiformer.evaluation.plots import TEST_SET_FIGURES
 from epiformer.io.runlog import setup_logging
 
 setup_logging(snakemake.log[0])
-split_mode = json.loads(Path(snakemake.input.metrics[0]).read_text())["split_mode"]
+split_mode = json.loads(Path(snakemake.input.metrics[0]).read_text())["split"]["mode"]
 predictions = dict(zip(snakemake.params.models, snakemake.input.predictions))
 plot = TEST_SET_FIGURES[snakemake.wildcards.figure]
 plot(snakemake.wildcards.cell, predictions, snakemake.output.png, split_mode)

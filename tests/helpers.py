@@ -164,7 +164,7 @@ def windows_and_shards(demo: dict, cell: str, split: SplitSpec, out: Path, width
         out / "shards",
         flank=flank,
         shard_size=64,
-        windows_stats={"split_mode": split.mode, "leak_prone": split.leak_prone},
+        windows_stats={"split": {"mode": split.mode, "leak_prone": split.leak_prone}},
     )
     return out
 
@@ -229,6 +229,19 @@ def pairs_frame(rows) -> pd.DataFrame:
     frame.insert(0, "pair_id", range(len(frame)))
     frame.attrs.update(path="pairs.csv", header_lines=1)
     return frame
+
+
+def assert_figure(png: Path, min_width: int = 300, min_height: int = 200) -> None:
+    """A figure as the plots write it: a PNG of a plausible size with something drawn on it, and its SVG beside."""
+    from PIL import Image
+
+    with Image.open(png) as image:
+        assert image.format == "PNG", png
+        assert image.width >= min_width and image.height >= min_height, (png, image.size)
+        pixels = np.asarray(image.convert("L"))
+    assert (pixels < 128).mean() > 0.002, f"{png} is (almost) blank"  # axes, text and lines are dark
+    assert len(np.unique(pixels)) > 8, f"{png} has too few shades to be a drawn figure"
+    assert "<svg" in png.with_suffix(".svg").read_text()[:2000], png.with_suffix(".svg")
 
 
 def flip_a_byte(path: Path) -> None:

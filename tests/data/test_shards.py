@@ -20,11 +20,14 @@ def test_reverse_complement_flips_only_selected_rows():
     np.testing.assert_array_equal(out[1], onehot[1])
 
 
-def test_a_corrupt_byte_names_the_shard(small_shards):
+def test_a_corrupt_or_missing_shard_is_named(small_shards):
     _, _, shard_dir = small_shards
     shard = shard_dir / "train" / "shard-00002.safetensors"
     flip_a_byte(shard)
     with pytest.raises(ShardError, match=r"shard-00002\.safetensors.*SHA-256"):
+        load_split(shard_dir, "train")
+    shard.unlink()
+    with pytest.raises(ShardError, match=r"shard-00002\.safetensors.*missing"):
         load_split(shard_dir, "train")
 
 

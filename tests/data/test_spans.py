@@ -152,7 +152,7 @@ def test_stored_spans_equal_bedtools_getfasta(span_shards, tmp_path):
 def test_ragged_layout_offsets_padding_and_manifest(span_shards):
     _, windows, manifest, shard_dir = span_shards
     assert manifest["kind"] == "span" and manifest["format_version"] == 1 and manifest["flank"] == FLANK
-    assert manifest["windows"] == {"enhancer_width": 20, "promoter_width": 16, "input": "span"}
+    assert manifest["windows"] == {"enhancer_width": 20, "promoter_width": 16}
     assert [(s["split"], s["rows"]) for s in manifest["shards"]] == [("train", 2), ("train", 2), ("train", 1)] + [
         ("test", 2),
         ("test", 1),

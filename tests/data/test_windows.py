@@ -76,7 +76,7 @@ def test_span_input_drops_pairs_over_max_span_and_across_chromosomes_by_reason()
     rows += [("chr1", 100, 200, "chr2", 500, 600, 0), ("chr3", 100, 200, "chr1", 500, 600, 0)]
     pairs = pairs_frame(rows)
     everything, _ = make_windows(pairs, SIZES, WindowSpec(100, 80, allow_trans=True))
-    windows, stats = make_windows(pairs, SIZES, WindowSpec(100, 80, allow_trans=True, input="span", max_span=3_000))
+    windows, stats = make_windows(pairs, SIZES, WindowSpec(100, 80, allow_trans=True, max_span=3_000))
     # The span, computed here apart from the package: the first window's start to the further window end.
     cis = everything[everything["enhancer_chrom"] == everything["promoter_chrom"]]
     span = np.maximum(cis["enhancer_end"], cis["promoter_end"]) - np.minimum(
@@ -88,8 +88,8 @@ def test_span_input_drops_pairs_over_max_span_and_across_chromosomes_by_reason()
     assert stats.dropped["span_longer_than_max_span"] == len(cis) - len(expected_kept)
     assert stats.dropped["span_across_chromosomes"] == 2
     assert set(stats.dropped_ids["span_longer_than_max_span"]) == set(cis["pair_id"]) - expected_kept
-    elements, _ = make_windows(pairs, SIZES, WindowSpec(100, 80, allow_trans=True, max_span=3_000))
-    assert len(elements) == len(pairs)  # element input reads no span: max_span drops nothing
+    elements, _ = make_windows(pairs, SIZES, WindowSpec(100, 80, allow_trans=True))
+    assert len(elements) == len(pairs)  # no model reads spans (max_span None): no pair dropped for its span
 
 
 def test_kept_spans_are_what_bedtools_getfasta_reads_within_max_span(genome, tmp_path):
@@ -97,7 +97,7 @@ def test_kept_spans_are_what_bedtools_getfasta_reads_within_max_span(genome, tmp
     path, sizes = genome, {name: CHROM_LENGTH for name in ("chr1", "chr2", "chr3")}
     rng = np.random.default_rng(4)
     rows = [("chr1", int(e), int(e) + 20, "chr1", int(p), int(p) + 20, 1) for e, p in rng.integers(50, 900, (30, 2))]
-    windows, stats = make_windows(pairs_frame(rows), sizes, WindowSpec(40, 30, input="span", max_span=400))
+    windows, stats = make_windows(pairs_frame(rows), sizes, WindowSpec(40, 30, max_span=400))
     dropped = stats.dropped_ids["span_longer_than_max_span"]
     assert len(windows) and len(dropped) and len(windows) + len(dropped) == len(rows)
     spans = [
@@ -330,9 +330,9 @@ def test_audit_proves_chromosome_splits_clean_and_shows_the_random_leak(full_dem
         SplitSpec(val_chromosomes=("chr5",), test_chromosomes=("chr6",)),
     )
     audit = pd.read_csv(out / "split_audit.tsv", sep="\t")
-    assert audit[["overlapping_windows", "shared_elements"]].to_numpy().sum() == 0 and not stats["leak_prone"]
+    assert audit[["overlapping_windows", "shared_elements"]].to_numpy().sum() == 0 and not stats["split"]["leak_prone"]
     out, stats = run_stage(tmp_path, full_demo["demo_a"], full_demo["genome"], spec, SplitSpec(mode="random"))
     audit = pd.read_csv(out / "split_audit.tsv", sep="\t").set_index(["split_a", "split_b"])
     assert audit.loc[("train", "test"), "shared_elements"] > 100
     assert audit.loc[("train", "test"), "overlapping_windows"] >= audit.loc[("train", "test"), "shared_elements"]
-    assert stats["leak_prone"] and stats["split_mode"] == "random"
+    assert stats["split"]["leak_prone"] and stats["split"]["mode"] == "random"

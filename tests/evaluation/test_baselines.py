@@ -114,7 +114,7 @@ def test_outputs_have_the_transformer_formats_the_test_pairs_and_sklearn_values(
         assert metrics["auprc"] == average_precision_score(labels, scores)
         assert metrics["f1"] == f1_score(labels, predicted) and metrics["mcc"] == matthews_corrcoef(labels, predicted)
         assert (metrics["n_test"], metrics["positives"]) == (len(test), int(test.label.sum()))
-        assert metrics["split_mode"] == "chromosome" and metrics["leak_prone"] is False
+        assert metrics["split"] == {"mode": "chromosome", "leak_prone": False}
         assert (metrics["windows"]["enhancer_width"], metrics["windows"]["promoter_width"]) == (64, 48)
         assert metrics["baseline"]["name"] == name
         if name == "distance":
@@ -169,7 +169,7 @@ def test_propensity_is_chance_across_chromosomes_but_not_on_a_random_split(full_
     assert 0.4 <= across["auroc"] <= 0.6
     # Element reuse leaks labels (the demo's lone negatives make one element alone say less).
     assert shared["auroc"] > 0.6 and shared["auroc_ci95"][0] > 0.55
-    assert shared["baseline"]["test_enhancers_seen_in_training"] > 0.5 and shared["leak_prone"] is True
+    assert shared["baseline"]["test_enhancers_seen_in_training"] > 0.5 and shared["split"]["leak_prone"] is True
 
 
 def test_kmer_beats_chance_and_distance_but_not_the_motif_pair_oracle(full_demo, full_runs):

@@ -35,5 +35,5 @@ def test_evaluation_writes_every_test_pair_and_metrics_with_the_validation_thres
     assert written["auroc"] == pytest.approx(roc_auc_score(test["label"], test_scores), abs=1e-12)
     assert written["auprc"] == pytest.approx(average_precision_score(test["label"], test_scores), abs=1e-12)
     assert (written["n_test"], written["positives"]) == (len(test), test["label"].sum())
-    assert written["split_mode"] == "chromosome" and written["leak_prone"] is False
+    assert written["split"] == {"mode": "chromosome", "leak_prone": False}
     assert (written["windows"]["enhancer_width"], written["windows"]["promoter_width"]) == (64, 48)

@@ -66,7 +66,7 @@ def make_result(folder, cell, name, pair_ids, labels, scores, attention=None) ->
     """A finished (cell line, model or baseline): predictions.tsv, metrics.json and, for a model, model.json."""
     predictions = write_predictions(folder / cell / name / "predictions.tsv", pair_ids, labels, scores)
     frame = pd.read_csv(predictions, sep="\t")
-    metrics = {**compute_metrics(frame, frame, resamples=50, seed=0), "split_mode": "chromosome"}
+    metrics = {**compute_metrics(frame, frame, resamples=50, seed=0), "split": CHROMOSOME_SPLIT}
     (folder / cell / name / "metrics.json").write_text(json.dumps(metrics))
     description = None
     if attention:
@@ -93,6 +93,7 @@ def write_json(path, value):
     return path
 
 
+CHROMOSOME_SPLIT = {"mode": "chromosome", "leak_prone": False}  # as metrics.json records the split
 METRICS_JSON = {
     "auroc": 0.8125,
     "auroc_ci95": [0.75, 0.875],
@@ -103,7 +104,7 @@ METRICS_JSON = {
     "balanced_accuracy": 0.6875,
     "n_test": 120,
     "positives": 30,
-    "split_mode": "chromosome",
+    "split": CHROMOSOME_SPLIT,
 }
 DESCRIPTION = {
     "model": ModelConfig(attention="softmax").to_dict(),
@@ -156,7 +157,8 @@ def test_a_model_row_takes_its_values_from_metrics_json_and_model_json(tmp_path)
 
 
 def test_a_baseline_row_counts_its_coefficients_and_a_random_split_is_flagged(tmp_path):
-    metrics = {**METRICS_JSON, "split_mode": "random", "baseline": {"name": "kmer", "features": 272}}
+    random = {"mode": "random", "leak_prone": True}
+    metrics = {**METRICS_JSON, "split": random, "baseline": {"name": "kmer", "features": 272}}
     row = summary_row(
         ModelResult("c", "kmer", write_json(tmp_path / "m.json", metrics), None, tmp_path / "predictions.tsv")
     )

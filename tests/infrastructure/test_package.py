@@ -41,6 +41,8 @@ NEEDS_TORCH = {
     "epiformer.model.transformer",
     "epiformer.inference.devices",
     "epiformer.inference.trained_model",
+    "epiformer.training.checkpoints",
+    "epiformer.training.distributed",
     "epiformer.training.train",
     "epiformer.evaluation.evaluate",
     "epiformer.evaluation.transfer",

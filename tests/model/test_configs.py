@@ -14,6 +14,7 @@ import yaml
 from epiformer.constants import BASELINES
 from epiformer.data.batches import PairBatches
 from epiformer.data.encode import encode_shards
+from epiformer.data.genome import index_fasta
 from epiformer.data.shards import load_manifest, load_split
 from epiformer.data.splits import SplitSpec
 from epiformer.data.windows import WindowSpec
@@ -45,12 +46,12 @@ def schema_defaults(block: dict) -> dict:
 def test_model_defaults_are_the_schema_defaults():
     schema = schema_defaults(SCHEMA["models"]["additionalProperties"])
     fields = {field.name: field.default for field in dataclasses.fields(ModelConfig)}
-    # attention is required in the config; input falls back to windows.input; stem, pool and element_pool have no
-    # schema default, so that adding them left every trained model's settings (and results) as they were
+    # attention is required in the config; input, stem, pool and element_pool have no schema default, so that
+    # adding them left every trained model's settings (and results) as they were
     assert set(schema) - {"pooled"} == set(fields) - {"attention", "input", "stem", "pool", "element_pool"}
     assert (fields["stem"], fields["pool"]) == (STEMS[0], POOLS[0]) == ("linear", "mean")  # M7
     assert {key: fields[key] for key in schema if key != "pooled"} == {k: v for k, v in schema.items() if k != "pooled"}
-    assert fields["input"] == SCHEMA["windows"]["properties"]["input"]["default"]
+    assert fields["input"] == INPUTS[0] == "elements"
 
 
 def test_train_defaults_are_the_schema_defaults():
@@ -76,6 +77,10 @@ def test_stage_spec_defaults_are_the_schema_defaults(spec, block, api_only):
     schema = schema_defaults(SCHEMA[block])
     fields = {field.name: field.default for field in dataclasses.fields(spec)}
     assert set(fields) - api_only == set(schema)
+    if spec is WindowSpec:
+        # The workflow passes windows.max_span only when a model reads spans (common.smk windows_params);
+        # otherwise the stage drops no pair for its span: WindowSpec's None.
+        assert fields.pop("max_span") is None and schema.pop("max_span") == 100_000
     assert {key: (list(fields[key]) if isinstance(fields[key], tuple) else fields[key]) for key in schema} == schema
 
 
@@ -83,7 +88,6 @@ def test_schema_choices_are_the_package_constants():
     assert tuple(SCHEMA["baselines"]["properties"]["names"]["items"]["enum"]) == BASELINES
     assert tuple(SCHEMA["models"]["additionalProperties"]["properties"]["attention"]["enum"]) == ATTENTIONS
     assert tuple(SCHEMA["models"]["additionalProperties"]["properties"]["input"]["enum"]) == INPUTS
-    assert tuple(SCHEMA["windows"]["properties"]["input"]["enum"]) == INPUTS
     assert tuple(SCHEMA["models"]["additionalProperties"]["properties"]["stem"]["enum"]) == STEMS
     assert tuple(SCHEMA["models"]["additionalProperties"]["properties"]["pool"]["enum"]) == POOLS
 
@@ -115,15 +119,47 @@ def test_documented_config_sets_every_schema_key():
         ({"models": {"linear": {"attention": "linear", "patch_size": 8, "kernel_size": 4}}}, "kernel_size (4)"),
         ({"train": {"batch_size": 33, "devices": 2}}, "train.batch_size (33) must divide by train.devices (2)"),
         ({"train": {"mem_mb": 8000}}, "'mem_mb' was unexpected"),
+        # The settings below passed `snakemake -n` once and failed only inside the windows job.
+        (
+            {"split": {"val_chromosomes": ["chr5"], "test_chromosomes": ["chr6", "chr5"]}},
+            "split: chr5 is in both split.val_chromosomes and split.test_chromosomes",
+        ),
+        ({"split": {"test_chromosomes": []}}, "split.test_chromosomes is empty: the test split would hold no pairs"),
+        (
+            {"split": {"mode": "random", "val_fraction": 0.4, "test_fraction": 0.6}},
+            "split.val_fraction (0.4) + split.test_fraction (0.6) is 1 or more: the train split would be empty",
+        ),
+        (
+            {"models": {"span": {"attention": "linear", "input": "span"}}, "windows": {"max_span": 400}},
+            "windows.max_span (400 bp) is shorter than the two windows a span holds (enhancer_width 256 + "
+            "promoter_width 224 = 480 bp)",
+        ),
+        ({"train": {"learning_rate": "3e-4"}}, "train.learning_rate is '3e-4', which YAML reads as text"),
     ],
 )
-def test_bad_model_and_training_settings_fail_while_the_dag_is_built(tmp_path, change, message):
+def test_bad_settings_fail_while_the_dag_is_built(tmp_path, change, message):
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(change))
     (tmp_path / "config").symlink_to(REPO / "config")
     run = snakemake(tmp_path, "-s", str(REPO / "Snakefile"), "--configfile", str(tmp_path / "bad.yaml"), "-n")
     assert run.returncode != 0
     assert message in run.stderr + run.stdout
     assert "Job stats" not in run.stdout + run.stderr  # nothing was planned, let alone run
+
+
+def test_a_held_out_chromosome_the_genome_lacks_fails_while_the_dag_is_built(tmp_path):
+    fasta = tmp_path / "g.fa"
+    fasta.write_text("".join(f">chr{n}\n{'ACGT' * 50}\n" for n in range(1, 6)))
+    index_fasta(fasta)
+    change = {"genomes": {"demo": str(fasta)}, "split": {"val_chromosomes": ["chr5"], "test_chromosomes": ["6"]}}
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(change))
+    (tmp_path / "config").symlink_to(REPO / "config")
+    run = snakemake(tmp_path, "-s", str(REPO / "Snakefile"), "--configfile", str(tmp_path / "bad.yaml"), "-n")
+    assert run.returncode != 0 and "Job stats" not in run.stdout + run.stderr
+    assert f"split.test_chromosomes: 6 is not a chromosome of genome demo ({fasta})" in run.stderr + run.stdout
+    change["split"]["test_chromosomes"] = ["chr4"]
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(change))
+    run = snakemake(tmp_path, "-s", str(REPO / "Snakefile"), "--configfile", str(tmp_path / "bad.yaml"), "-n")
+    assert run.returncode == 0, run.stderr[-2000:]
 
 
 @pytest.fixture(scope="module")

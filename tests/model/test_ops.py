@@ -20,6 +20,18 @@ PAIRS = [(linear_attention, naive_linear_attention), (softmax_attention, naive_s
 MASKS = ["none", "random", "all but one"]
 
 
+def shape_id(shape) -> str:
+    return "B{}-H{}-T{}-D{}".format(*shape)
+
+
+def function_id(function) -> str:
+    return function.__name__
+
+
+def pair_id(pair) -> str:
+    return pair[0].__name__.removesuffix("_attention")
+
+
 def random_qkv(shape, dtype=torch.float64, seed=0, device="cpu"):
     generator = torch.Generator().manual_seed(seed)
     return [torch.randn(shape, generator=generator, dtype=dtype).to(device).requires_grad_() for _ in range(3)]
@@ -44,8 +56,8 @@ def outputs_and_grads(function, q, k, v, mask):
     return [out, *torch.autograd.grad(out, (q, k, v), grad_outputs=upstream.to(out.device, out.dtype))]
 
 
-@pytest.mark.parametrize("fast, naive", PAIRS)
-@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("fast, naive", PAIRS, ids=[pair_id(pair) for pair in PAIRS])
+@pytest.mark.parametrize("shape", SHAPES, ids=shape_id)
 @pytest.mark.parametrize("mask_kind", MASKS)
 def test_float32_matches_the_float64_naive_reference_within_1e5(fast, naive, shape, mask_kind, device):
     mask = make_mask(mask_kind, shape[0], shape[2], device)
@@ -58,7 +70,7 @@ def test_float32_matches_the_float64_naive_reference_within_1e5(fast, naive, sha
         assert (got32.double() - want).abs().max() <= 1e-5
 
 
-@pytest.mark.parametrize("fast, naive", PAIRS)
+@pytest.mark.parametrize("fast, naive", PAIRS, ids=[pair_id(pair) for pair in PAIRS])
 @pytest.mark.parametrize("mask_kind", MASKS)
 def test_bfloat16_stays_within_a_stated_tolerance(fast, naive, mask_kind, device):
     """bf16 keeps 8 bits of mantissa: outputs within 0.05 absolute of the float64 reference."""
@@ -71,7 +83,7 @@ def test_bfloat16_stays_within_a_stated_tolerance(fast, naive, mask_kind, device
     assert (got.double() - want).abs().max() <= 0.05
 
 
-@pytest.mark.parametrize("attention", [linear_attention, softmax_attention])
+@pytest.mark.parametrize("attention", [linear_attention, softmax_attention], ids=function_id)
 def test_padded_keys_contribute_nothing(attention):
     q, k, v = (t.detach() for t in random_qkv((2, 2, 10, 8)))
     mask = torch.zeros(2, 10, dtype=torch.bool)
@@ -110,7 +122,9 @@ def explicit_softmax_attention(q, k, v, key_padding_mask=None):
         return softmax_attention(q, k, v, key_padding_mask=key_padding_mask)
 
 
-@pytest.mark.parametrize("attention", [naive_linear_attention, naive_softmax_attention, explicit_softmax_attention])
+@pytest.mark.parametrize(
+    "attention", [naive_linear_attention, naive_softmax_attention, explicit_softmax_attention], ids=function_id
+)
 @pytest.mark.parametrize("mask_kind", ["none", "random"])
 def test_the_t_by_t_check_finds_the_matrix_where_attention_forms_one(attention, mask_kind):
     """The check above can fail: it finds the [B, H, T, T] weights of explicit attention.
@@ -150,7 +164,7 @@ def test_linear_attention_keeps_float32_normaliser_under_bf16_autocast(device):
 GRADCHECK_SHAPES = [(1, 1, 3, 2), (2, 3, 5, 4)]
 
 
-@pytest.mark.parametrize("shape", GRADCHECK_SHAPES)
+@pytest.mark.parametrize("shape", GRADCHECK_SHAPES, ids=shape_id)
 @pytest.mark.parametrize("mask_kind", MASKS)
 def test_linear_attention_backward_passes_gradcheck(shape, mask_kind):
     """The hand-written backward against finite differences, in float64."""

@@ -29,8 +29,7 @@ TRAINED_WINDOWS = {
     "edge": "shift",
     "allow_trans": False,
     "max_n_fraction": 0.5,
-    "input": "elements",
-    "max_span": 100_000,
+    "max_span": None,  # no model of that run reads spans: the windows stage dropped no pair for its span
 }
 DROP_REASONS = {
     f"{element}_window_{why}" for element in ("enhancer", "promoter") for why in ("off_chromosome", "mostly_n")
@@ -122,8 +121,8 @@ def test_window_settings_come_from_the_model_and_overrides_are_logged(caplog):
 
 def test_an_element_model_of_a_run_with_span_models_scores_pairs_of_any_span():
     """Its windows stage dropped pairs without a span for the span models' sake; scoring drops none for it."""
-    windows = {**TRAINED_WINDOWS, "enhancer_width": 100, "promoter_width": 80, "input": "span", "max_span": 5_000}
-    assert window_spec_for({"windows": windows}) == WindowSpec(100, 80, max_span=5_000)
+    windows = {**TRAINED_WINDOWS, "enhancer_width": 100, "promoter_width": 80, "max_span": 5_000}
+    assert window_spec_for({"windows": windows}) == WindowSpec(100, 80, max_span=None)
 
 
 def labelled_rows(finished, n=40) -> pd.DataFrame:

@@ -75,7 +75,7 @@ def test_a_short_real_data_training_runs_and_writes_metrics(tmp_path):
     log = pd.read_csv(results / "linear" / "train_log.tsv", sep="\t")
     assert len(log) == 2 and log["val_auroc"].between(0, 1).all()
     metrics = json.loads((results / "linear" / "metrics.json").read_text())
-    assert metrics["split_mode"] == "chromosome" and 0 <= metrics["auroc"] <= 1
+    assert metrics["split"]["mode"] == "chromosome" and 0 <= metrics["auroc"] <= 1
     test_ids = set(pd.read_csv(results / "linear" / "predictions.tsv", sep="\t")["pair_id"])
     assert test_ids == set(pd.read_csv(results / "distance" / "predictions.tsv", sep="\t")["pair_id"])
     windows = pd.read_csv(results / "windows.tsv", sep="\t")

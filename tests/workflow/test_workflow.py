@@ -12,6 +12,7 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 
 from tests.helpers import (
     REPO,
+    assert_figure,
     independent_paired_interval,
     report_description,
     report_file,
@@ -37,8 +38,8 @@ def test_every_output_exists_for_both_cell_lines_and_models(finished):
             predictions = pd.read_csv(folder / "predictions.tsv", sep="\t")
             assert metrics["n_test"] == len(predictions) and set(predictions.columns) == {"pair_id", "label", "score"}
             assert predictions["score"].between(0, 1).all()
-            assert (results / "plots" / cell / f"{model}.training.png").stat().st_size > 1000
-        assert (results / "plots" / cell / "roc_pr.png").stat().st_size > 1000
+            assert_figure(results / "plots" / cell / f"{model}.training.png")
+        assert_figure(results / "plots" / cell / "roc_pr.png")
     summary = pd.read_csv(results / "summary.tsv", sep="\t")
     assert len(summary) == 10 and summary["oracle_auroc"].between(0.5, 1).all()
 
@@ -54,11 +55,9 @@ def test_baselines_transfer_and_figures_are_written_for_every_cell_line(finished
             predictions = pd.read_csv(results / cell / baseline / "predictions.tsv", sep="\t")
             assert set(predictions["pair_id"]) == test_ids  # exactly the same test pairs as the models
         for figure in ("roc_pr", "calibration", "linear.training", "softmax.training"):
-            assert (results / "plots" / cell / f"{figure}.png").read_bytes()[:4] == b"\x89PNG"
-            assert "<svg" in (results / "plots" / cell / f"{figure}.svg").read_text()[:2000]
+            assert_figure(results / "plots" / cell / f"{figure}.png")
     for figure in ("comparison", "scaling_reference", "transfer/linear", "transfer/softmax"):
-        assert (results / "plots" / f"{figure}.png").stat().st_size > 1000
-        assert (results / "plots" / f"{figure}.svg").stat().st_size > 1000
+        assert_figure(results / "plots" / f"{figure}.png")
     summary = pd.read_csv(results / "summary.tsv", sep="\t")
     assert sorted(summary["model"].unique()) == sorted(MODELS + BASELINES) and len(summary) == 10
     assert set(summary.loc[summary["kind"] == "baseline", "model"]) == set(BASELINES)
@@ -89,7 +88,7 @@ def test_every_metric_equals_scikit_learn_on_predictions_tsv(finished):
             for name in ("auroc", "auprc"):
                 low, high = metrics[f"{name}_ci95"]
                 assert low <= metrics[name] <= high
-            assert metrics["split_mode"] == "chromosome"
+            assert metrics["split"] == {"mode": "chromosome", "leak_prone": False}
 
 
 def test_transfer_diagonal_equals_each_models_own_test_metrics(finished):
@@ -259,7 +258,7 @@ def test_results_record_the_config_versions_and_genome_index_checksum(finished):
     for cell in ("demo_a", "demo_b"):
         report = json.loads((finished / "results" / cell / "windows_stats.json").read_text())
         assert report["inputs"]["genome_index_sha256"] == sha256_file(finished / "resources/demo/genome.fa.fai")
-        assert report["inputs"]["pairs_sha256"] and report["split_config"]["test_chromosomes"] == ["chr3"]
+        assert report["inputs"]["pairs_sha256"] and report["split"]["test_chromosomes"] == ["chr3"]
         assert report["windows"]["enhancer_width"] == 64 and report["versions"]["torch"]
         description = json.loads((finished / "results" / cell / "linear" / "model.json").read_text())
         assert description["train"]["epochs"] == 1 and description["model"]["d_model"] == 16

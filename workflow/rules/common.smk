@@ -15,6 +15,25 @@ if (WORKFLOW_DIR / "pyproject.toml").exists():
     # envs/install-epiformer.sh installs the package into each conda env from this checkout.
     os.environ.setdefault("EPIFORMER_SOURCE", str(WORKFLOW_DIR))
 
+# Settings are checked now, while the DAG is built, by the package the jobs use (these
+# modules import nothing heavy), so a bad setting fails before windows and encode run, naming
+# its key, not hours later inside a job.
+for _source in (WORKFLOW_DIR, Path(os.environ.get("EPIFORMER_SOURCE", WORKFLOW_DIR))):
+    if (_source / "src" / "epiformer").is_dir():
+        sys.path.insert(0, str(_source / "src"))
+try:
+    from epiformer.data.chromosomes import fai_path, read_chrom_sizes
+    from epiformer.data.splits import SplitSpec
+    from epiformer.data.windows import WindowSpec
+    from epiformer.io.configfile import check_numbers
+    from epiformer.model.configs import ModelConfig, TrainConfig
+except ModuleNotFoundError:
+    raise ModuleNotFoundError(
+        "The workflow checks its settings with the epiformer package, which this Snakemake cannot import: "
+        "install it where snakemake runs (pip install -e /path/to/epiformer) or set EPIFORMER_SOURCE to a checkout."
+    ) from None
+
+check_numbers(config)
 validate(config, schema="../schemas/config.schema.yaml")
 
 samples = pd.read_csv(config["samples"], sep="\t", dtype=str, comment="#").fillna("")
@@ -47,12 +66,11 @@ if set(MODELS) & set(BASELINES):
 
 
 def model_config(model):
-    """The model's architecture (`pooled` says what it is trained on, not what it is); input defaults to windows.input."""
-    settings = {key: value for key, value in config["models"][model].items() if key != "pooled"}
-    return {"input": config["windows"]["input"], **settings}
+    """The model's architecture, as ModelConfig's keyword arguments (`pooled` says what it is trained on, not what it is)."""
+    return {key: value for key, value in config["models"][model].items() if key != "pooled"}
 
 
-SPAN_MODELS = [name for name in MODELS if model_config(name)["input"] == "span"]
+SPAN_MODELS = [name for name in MODELS if model_config(name).get("input") == "span"]
 # Variant effects (the variants rule; `epiformer variants`): for each cell line whose sample sheet row
 # gives a `vcf`, by each of its own element-window models (span models cannot score them yet).
 VARIANT_CELLS = [cell for cell in CELL_LINES if "vcf" in samples.columns and samples.loc[cell, "vcf"]]
@@ -61,13 +79,12 @@ ELEMENT_MODELS = [name for name in CELL_MODELS if name not in SPAN_MODELS]
 
 
 def windows_params():
-    """The windows stage's settings: `input` is span when any model reads spans (their pairs are kept for all).
+    """The windows stage's settings (WindowSpec): `max_span` only when some model reads spans.
 
-    Without span models, `max_span` is left out, so that changing it re-runs nothing.
+    Without span models no pair is dropped for its span (max_span None), and changing
+    `windows.max_span` re-runs nothing.
     """
-    if not SPAN_MODELS:
-        return {**{k: v for k, v in config["windows"].items() if k != "max_span"}, "input": "elements"}
-    return {**config["windows"], "input": "span"}
+    return {**config["windows"], "max_span": config["windows"]["max_span"] if SPAN_MODELS else None}
 
 
 SPAN_ONLY_TRAIN_KEYS = ("max_tokens_per_batch",)
@@ -90,20 +107,6 @@ def get_shards(cell, model):
     return f"results/{cell}/span_shards" if model in SPAN_MODELS else f"results/{cell}/shards"
 
 
-# Model and training settings are checked now, while the DAG is built, by the same dataclasses
-# the jobs use (they import nothing heavy), so `d_model % n_heads` or `batch_size % devices`
-# fails before windows and encode run, not when training starts.
-for _source in (WORKFLOW_DIR, Path(os.environ.get("EPIFORMER_SOURCE", WORKFLOW_DIR))):
-    if (_source / "src" / "epiformer").is_dir():
-        sys.path.insert(0, str(_source / "src"))
-try:
-    from epiformer.model.configs import ModelConfig, TrainConfig
-except ModuleNotFoundError:
-    raise ModuleNotFoundError(
-        "The workflow checks its settings with the epiformer package, which this Snakemake cannot import: "
-        "install it where snakemake runs (pip install -e /path/to/epiformer) or set EPIFORMER_SOURCE to a checkout."
-    ) from None
-
 for _name in MODELS:
     try:
         ModelConfig(**model_config(_name))
@@ -119,6 +122,16 @@ for _name in POOLED_MODELS:
             f"models: {_name!r} reads spans and is pooled; span models are trained per cell line for now "
             "(set pooled: false, or input: elements)."
         )
+try:
+    WindowSpec(**windows_params())
+    SplitSpec.from_config(config["split"]).check()
+except ValueError as error:
+    raise ValueError(f"{error} (config)") from None
+for _genome, _fasta in config["genomes"].items():
+    # Held-out chromosomes the genome lacks, where its index exists already (a genome made by the
+    # workflow is checked by the windows job).
+    if _genome in set(samples["genome"]) and fai_path(_fasta).is_file():
+        SplitSpec.from_config(config["split"]).check(read_chrom_sizes(fai_path(_fasta)), f"genome {_genome} ({_fasta})")
 if "pooled" in CELL_LINES:
     raise ValueError(
         f"{config['samples']}: the cell line name 'pooled' is reserved (results/pooled/ holds pooled models)."
@@ -128,8 +141,9 @@ if "pooled" in CELL_LINES:
 def sequence_only_twin(name):
     """The model that differs from `name` only in `distance`, if the config has one."""
 
-    def settings(model):  # its input said explicitly, whether the config gives it or windows.input
-        return {**config["models"][model], "input": model_config(model)["input"], "distance": False}
+    def settings(model):  # every setting, defaults included, and what it is trained on
+        pooled = config["models"][model].get("pooled", False)
+        return {**ModelConfig(**model_config(model)).to_dict(), "pooled": pooled, "distance": False}
 
     twins = [other for other in MODELS if settings(other) == settings(name)]
     return next((other for other in twins if not config["models"][other].get("distance", False)), None)

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from epiformer.constants import ELEMENTS, SEGMENT_IDS
-from epiformer.data.shards import ShardSet, crop, reverse_complement, unpack
+from epiformer.data.shards import ShardSet, SpanShardSet, crop, reverse_complement, unpack
 
 
 def check_shift(max_shift: int, flank: int) -> None:
@@ -219,3 +219,19 @@ class SpanBatches(torch.utils.data.Dataset):
             np.where(position < second_start, SEGMENT_IDS["between"], SEGMENT_IDS[second]),
         )
         return bases, segments
+
+
+def model_batches(model_input: str, data, batch_size: int, max_tokens: int, patch_size: int, **augmentation):
+    """The batches a model reads, decided by what it reads (`ModelConfig.input`) and checked against the data.
+
+    `elements`: PairBatches of `batch_size` pairs from window shards; `span`: SpanBatches of at
+    most `max_tokens` model tokens (`patch_size` bases each) from span shards.
+    """
+    spans = isinstance(data, SpanShardSet)
+    if (model_input == "span") != spans:
+        given = "span shards" if spans else "element-window shards"
+        wanted = "span shards (results/{cell}/span_shards)" if model_input == "span" else "element-window shards"
+        raise ValueError(f"A model of input {model_input!r} reads {wanted}, but was given {given}.")
+    if spans:
+        return SpanBatches(data, max_tokens, patch_size, **augmentation)
+    return PairBatches(data, batch_size, **augmentation)

@@ -125,6 +125,8 @@ def write_shard(path: Path, tensors: dict[str, np.ndarray]) -> str:
 
 @dataclass
 class ShardJob:
+    """One shard to write: its path in the shard folder, its split and its rows of windows.tsv."""
+
     relative: str  # path under the shard folder, e.g. "train/shard-00000.safetensors"
     split: str
     windows: pd.DataFrame
@@ -209,8 +211,8 @@ def write_shard_folder(encode_shard, windows, genome_path, outdir, flank: int, s
 
 def split_record(windows_stats: dict | None) -> dict:
     """The manifest's `split`: the windows stats' split mode and whether it is leak-prone."""
-    stats = windows_stats or {}
-    return {"mode": stats.get("split_mode", "chromosome"), "leak_prone": bool(stats.get("leak_prone", False))}
+    split = (windows_stats or {}).get("split", {})
+    return {"mode": split.get("mode", "chromosome"), "leak_prone": bool(split.get("leak_prone", False))}
 
 
 def window_spec_of(windows: pd.DataFrame, spec: dict | None) -> dict:
@@ -246,7 +248,7 @@ def encode_shards(
     The manifest is written last, so a folder without one is never mistaken for finished;
     a re-run first clears what an interrupted run left. `workers` processes encode shards
     in parallel, each with its own genome handle; the bytes do not depend on `workers`.
-    `windows_stats` is the windows stats (or any dict with `split_mode` and `leak_prone`);
+    `windows_stats` is the windows stats (or any dict with `split`: `mode` and `leak_prone`);
     its split mode and window settings (`windows`) travel in the manifest to the model and metrics.
     """
     outdir = Path(outdir)

@@ -43,6 +43,8 @@ CLEAN_BYTES = CLEAN_TABLE.tobytes()
 
 @dataclass(frozen=True)
 class IndexEntry:
+    """One line of a FASTA index (.fai): a sequence's length, byte offset and line layout."""
+
     length: int
     offset: int
     line_bases: int
@@ -146,6 +148,7 @@ def _with_fd2_captured(call, expected: type[Exception]) -> tuple[Exception | Non
 
 
 def read_index(fai: str | Path) -> dict[str, IndexEntry]:
+    """Every sequence's IndexEntry from a FASTA index, in file order; GenomeError names a bad line."""
     entries = {}
     for number, line in enumerate(Path(fai).read_text().splitlines(), start=1):
         fields = line.split("\t")

@@ -41,6 +41,7 @@ def _open_text(path: Path):
 
 
 def detect_format(path: Path) -> str:
+    """`targetfinder` or `bedpe`, from the file's first non-empty line (a TargetFinder header, or BEDPE columns)."""
     with _open_text(path) as handle:
         for line in handle:
             if line.strip():

@@ -59,13 +59,9 @@ def window_widths(description: dict) -> dict[str, int]:
 
 
 def data_fields(shard_dir) -> dict:
-    """What metrics.json records about a model's data: the split mode, whether it is leak-prone, the window spec."""
+    """What metrics.json records about a model's data: the split (mode, whether leak-prone), the window spec."""
     manifest = shard_manifest(shard_dir)
-    return {
-        "split_mode": manifest["split"]["mode"],
-        "leak_prone": manifest["split"]["leak_prone"],
-        "windows": manifest["windows"],
-    }
+    return {"split": manifest["split"], "windows": manifest["windows"]}
 
 
 def map_safetensors(path: Path) -> dict[str, np.memmap]:

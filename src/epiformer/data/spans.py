@@ -44,7 +44,7 @@ Stored layout (`{split}/shard-NNNNN.safetensors`, at most `shard_size` pairs, N 
 
 They are read back by `epiformer.data.shards.SpanShardSet` (with `load_split`, which tells the two
 kinds apart). `manifest.json` is written last, atomically, like the window shards': `format_version`
-(`SPAN_SHARD_FORMAT`) with `kind: "span"`, `windows` (the window spec with `input: "span"`),
+(`SPAN_SHARD_FORMAT`) with `kind: "span"`, `windows` (the window spec, with the `max_span` that kept these pairs),
 `flank`, `channels`, `packing`, `split`, every shard's path, split, rows, positives, bases
 (sum of `lengths`) and SHA-256, and the inputs' checksums.
 """
@@ -172,7 +172,7 @@ def encode_span_shards(
         "channels": ALPHABET,
         "packing": "per pair: numpy.packbits(onehot[L, 4].reshape(-1), bitorder='big'), an odd L padded with "
         "a zero nibble; concatenated in `bases`, pair i at bases[offsets[i]:offsets[i + 1]]",
-        "windows": {**window_spec_of(windows, stats.get("windows")), "input": "span"},
+        "windows": window_spec_of(windows, stats.get("windows")),
         "flank": flank,
         "split": split_record(windows_stats),
         "shards": entries,

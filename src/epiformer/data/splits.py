@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from epiformer.constants import ELEMENTS, SPLITS
+from epiformer.data.chromosomes import flip_chr
 
 AUDIT_COLUMNS = ["split_a", "split_b", "windows_a", "windows_b", "overlapping_windows", "shared_elements"]
 
@@ -31,12 +32,14 @@ class SplitError(ValueError):
 
 @dataclass(frozen=True)
 class SplitSpec:
-    mode: str = "chromosome"
-    val_chromosomes: tuple[str, ...] = ()
-    test_chromosomes: tuple[str, ...] = ()
-    val_fraction: float = 0.1
-    test_fraction: float = 0.2
-    seed: int = 0
+    """How pairs are split into train, validation and test (the `split:` config block)."""
+
+    mode: str = "chromosome"  # "chromosome" (held-out chromosomes) or "random" (leak-prone)
+    val_chromosomes: tuple[str, ...] = ()  # chromosome mode: a pair whose enhancer lies on one is validation
+    test_chromosomes: tuple[str, ...] = ()  # chromosome mode: ... test
+    val_fraction: float = 0.1  # random mode: the share of each label drawn for validation
+    test_fraction: float = 0.2  # random mode: ... for test
+    seed: int = 0  # random mode
 
     @classmethod
     def from_config(cls, split: dict) -> SplitSpec:
@@ -52,14 +55,51 @@ class SplitSpec:
     def leak_prone(self) -> bool:
         return self.mode == "random"
 
+    def check(self, chromosomes=None, genome_name: str = "the genome") -> None:
+        """Fail, naming the key, on a split that would be empty or overlap; with the genome's `chromosomes`
+        (names), on held-out chromosomes the genome lacks. The workflow calls it before any job runs."""
+        if self.mode == "random":
+            if self.val_fraction + self.test_fraction >= 1:
+                raise SplitError(
+                    f"split.val_fraction ({self.val_fraction}) + split.test_fraction ({self.test_fraction}) is 1 or "
+                    "more: the train split would be empty. Lower them (e.g. 0.1 and 0.2)."
+                )
+            return
+        for split in ("val", "test"):
+            if not getattr(self, f"{split}_chromosomes"):
+                raise SplitError(
+                    f"split.{split}_chromosomes is empty: the {split} split would hold no pairs. List the chromosomes "
+                    f"it holds out (e.g. [chr8]), or set split.mode: random."
+                )
+        overlap = sorted(set(self.val_chromosomes) & set(self.test_chromosomes))
+        if overlap:
+            raise SplitError(
+                f"split: {', '.join(overlap)} is in both split.val_chromosomes and split.test_chromosomes; "
+                "a held-out chromosome belongs to one split. Remove it from one list."
+            )
+        if chromosomes is not None:
+            known = set(chromosomes)
+            for split in ("val", "test"):
+                missing = [name for name in getattr(self, f"{split}_chromosomes") if name not in known]
+                if missing:
+                    some = ", ".join(list(chromosomes)[:5]) + (", ..." if len(known) > 5 else "")
+                    flipped = [flip_chr(name) for name in missing if flip_chr(name) in known]
+                    hint = f" (the genome names it {flipped[0]})" if flipped else ""
+                    raise SplitError(
+                        f"split.{split}_chromosomes: {', '.join(missing)} is not a chromosome of {genome_name} "
+                        f"(it has {some}): the {split} split would hold no pairs. Name the held-out chromosomes "
+                        f"as the genome does{hint}."
+                    )
 
-def assign_splits(windows: pd.DataFrame, spec: SplitSpec) -> pd.DataFrame:
-    """Fill the `split` column; chromosome mode splits on the enhancer's chromosome."""
+
+def assign_splits(windows: pd.DataFrame, spec: SplitSpec, dropped: dict | None = None) -> pd.DataFrame:
+    """Fill the `split` column; chromosome mode splits on the enhancer's chromosome.
+
+    `dropped` (pairs dropped before, by reason) lets the error for an empty split name its cause.
+    """
+    spec.check()
     windows = windows.copy()
     if spec.mode == "chromosome":
-        overlap = set(spec.val_chromosomes) & set(spec.test_chromosomes)
-        if overlap:
-            raise SplitError(f"split: {sorted(overlap)} listed as both validation and test chromosomes")
         chrom = windows["enhancer_chrom"]
         windows["split"] = np.where(
             chrom.isin(spec.test_chromosomes), "test", np.where(chrom.isin(spec.val_chromosomes), "val", "train")
@@ -74,21 +114,48 @@ def assign_splits(windows: pd.DataFrame, spec: SplitSpec) -> pd.DataFrame:
             windows.loc[order[n_test : n_test + n_val], "split"] = "val"
     else:
         raise SplitError(f"split.mode must be 'chromosome' or 'random', not {spec.mode!r}")
-    check_splits_have_both_labels(windows, spec)
+    check_splits_have_both_labels(windows, spec, dropped)
     return windows
 
 
-def check_splits_have_both_labels(windows: pd.DataFrame, spec: SplitSpec) -> None:
+def check_splits_have_both_labels(windows: pd.DataFrame, spec: SplitSpec, dropped: dict | None = None) -> None:
+    """Fail on a split without both classes, saying which setting to change: the split's, or what dropped pairs."""
     chromosomes = {"val": spec.val_chromosomes, "test": spec.test_chromosomes, "train": ("all others",)}
     for split in SPLITS:
         labels = set(windows.loc[windows["split"] == split, "label"])
-        if not {0, 1} <= labels:
-            where = f" (chromosomes {', '.join(chromosomes[split])})" if spec.mode == "chromosome" else ""
-            problem = "no pairs" if not labels else ("no positives" if 1 not in labels else "no negatives")
-            raise SplitError(
-                f"The {split} split{where} has {problem}. Choose split chromosomes that hold both "
-                "interacting and non-interacting pairs (split.val_chromosomes / split.test_chromosomes)."
-            )
+        if {0, 1} <= labels:
+            continue
+        where = f" (chromosomes {', '.join(chromosomes[split])})" if spec.mode == "chromosome" else ""
+        problem = "no pairs" if not labels else ("no positives" if 1 not in labels else "no negatives")
+        raise SplitError(f"The {split} split{where} has {problem}. {_split_fix(split, spec, dropped or {})}")
+
+
+def _split_fix(split: str, spec: SplitSpec, dropped: dict) -> str:
+    """What to change for a split without both classes: the largest cause of dropped pairs, else the split."""
+    causes = {reason: count for reason, count in dropped.items() if count}
+    if causes:
+        reason, count = max(causes.items(), key=lambda item: item[1])
+        settings = {
+            "span_longer_than_max_span": "raise windows.max_span",
+            "span_across_chromosomes": "set allow_trans or drop those pairs",
+            "enhancer_window_mostly_n": "raise windows.max_n_fraction",
+            "promoter_window_mostly_n": "raise windows.max_n_fraction",
+            "enhancer_window_off_chromosome": "set windows.edge: shift",
+            "promoter_window_off_chromosome": "set windows.edge: shift",
+        }
+        more = f" ({settings[reason]})" if reason in settings else ""
+        return (
+            f"The windows stage dropped {sum(causes.values())} pairs, most for {reason} ({count}): if that "
+            f"emptied it, change that setting{more}; windows_stats.json counts every reason."
+        )
+    if spec.mode == "random":
+        if split == "train":
+            return "Lower split.val_fraction and split.test_fraction, or give more pairs."
+        return f"Raise split.{split}_fraction, or give more pairs."
+    return (
+        "Choose split chromosomes that hold both interacting and non-interacting pairs "
+        "(split.val_chromosomes / split.test_chromosomes)."
+    )
 
 
 def element_windows(windows: pd.DataFrame) -> pd.DataFrame:

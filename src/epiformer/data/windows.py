@@ -8,10 +8,10 @@ counted by reason (and `WindowStats.dropped_ids` lists their pair ids); nothing 
 silently.
 
 Pairs whose enhancer or promoter window is more than `max_n_fraction` N are dropped too.
-When some model reads spans (`input: span`, set so by the workflow), pairs across chromosomes
-(no span) and pairs whose span, from the first window's start to the second window's end,
-is longer than `max_span` bp are dropped as well, for every model and baseline alike, so
-that all are scored on the same pairs.
+With `max_span` set (the workflow sets it when some model of the run reads spans), pairs
+across chromosomes (no span) and pairs whose span, from the first window's start to the
+second window's end, is longer than `max_span` bp are dropped as well, for every model and
+baseline alike, so that all are scored on the same pairs.
 
 `windows.tsv` columns: pair_id, label, split, distance, enhancer_chrom, enhancer_start,
 enhancer_end, promoter_chrom, promoter_start, promoter_end (window coordinates; distance is
@@ -48,13 +48,25 @@ WINDOW_COLUMNS = ["pair_id", "label", "split", "distance"] + [
 
 @dataclass(frozen=True)
 class WindowSpec:
+    """Where each element's window lies, and which pairs the windows stage keeps (the `windows:` config block)."""
+
     enhancer_width: int = 3000
     promoter_width: int = 2000
-    edge: str = "shift"
-    allow_trans: bool = False
-    max_n_fraction: float = 0.5
-    input: str = "elements"  # "span" when any model of the run reads spans: pairs without a readable span are dropped
-    max_span: int = 100_000  # with input span: the longest span kept, first window start to second window end (bp)
+    edge: str = "shift"  # a window past a chromosome end: shifted inside it ("shift") or its pair dropped ("drop")
+    allow_trans: bool = False  # keep pairs whose elements lie on different chromosomes
+    max_n_fraction: float = 0.5  # drop pairs whose enhancer or promoter window is more than this fraction N
+    # None: no model reads spans, no pair is dropped for its span. Set: pairs without a span (across
+    # chromosomes) or with one longer than this (first window start to second window end, bp) are dropped.
+    max_span: int | None = None
+
+    def __post_init__(self):
+        shortest = self.enhancer_width + self.promoter_width
+        if self.max_span is not None and self.max_span < shortest:
+            raise ValueError(
+                f"windows.max_span ({self.max_span:,} bp) is shorter than the two windows a span holds "
+                f"(enhancer_width {self.enhancer_width} + promoter_width {self.promoter_width} = {shortest:,} bp): "
+                "it would drop every pair whose windows do not overlap. Raise windows.max_span."
+            )
 
     def width(self, element: str) -> int:
         return self.enhancer_width if element == "enhancer" else self.promoter_width
@@ -62,6 +74,8 @@ class WindowSpec:
 
 @dataclass
 class WindowStats:
+    """What the windows stage kept and dropped: pairs in, and the pairs dropped by reason (counts and ids)."""
+
     pairs_in: int = 0
     dropped: Counter = field(default_factory=Counter)
     dropped_ids: dict[str, np.ndarray] = field(default_factory=dict)  # reason -> pair ids, int64 [n]
@@ -72,8 +86,7 @@ class WindowStats:
             "pairs_in": self.pairs_in,
             "pairs_kept": int(len(windows)),
             "dropped": dict(self.dropped),
-            "split_mode": split.mode,
-            "leak_prone": split.leak_prone,
+            "split": json.loads(json.dumps({**asdict(split), "leak_prone": split.leak_prone})),  # as JSON holds it
             "splits": {
                 s: {"pairs": int(counts.loc[s, "size"]), "positives": int(counts.loc[s, "sum"])} for s in counts.index
             },
@@ -159,7 +172,7 @@ def make_windows(
             stats.dropped[f"{element}_window_mostly_n"] = int(too_many_n.sum())
             stats.dropped_ids[f"{element}_window_mostly_n"] = out["pair_id"].to_numpy()[too_many_n]
             keep &= ~too_many_n
-    if spec.input == "span":
+    if spec.max_span is not None:
         keep &= ~_drop_unreadable_spans(out, trans, keep, spec.max_span, stats)
     centers = {e: (out[f"{e}_start"] + out[f"{e}_end"]) // 2 for e in ELEMENTS}
     out["distance"] = (centers["enhancer"] - centers["promoter"]).abs().where(~trans, -1)
@@ -185,12 +198,12 @@ def window_spec_for(
 ) -> WindowSpec:
     """The WindowSpec to place new pairs' windows for a trained model: model.json's `windows`; given values override.
 
-    Scoring reads element windows (`input: elements`), whatever the training run's windows
-    stage read: a run that also trained span models dropped pairs without a span, which must
-    not drop pairs here.
+    Scoring reads element windows, whatever else the training run read: a run that also
+    trained span models dropped pairs without a span (`max_span`), which must not drop pairs
+    here.
     """
     trained = dict(description["windows"])
-    settings = {**trained, "input": "elements"}
+    settings = {**trained, "max_span": None}
     for key, value in {"edge": edge, "max_n_fraction": max_n_fraction, "allow_trans": allow_trans}.items():
         if value is None:
             continue
@@ -235,11 +248,10 @@ def build_windows(
     log.info("Read %d pairs (%s) from %s", len(pairs), pairs.attrs["format"], pairs_path)
     with Genome(genome_path) as genome:
         windows, stats = make_windows(pairs, genome.sizes, window_spec, genome)
-    windows = assign_splits(windows, split_spec)
+    windows = assign_splits(windows, split_spec, dict(stats.dropped))
     summary = {
         **stats.as_dict(windows, split_spec),
         "windows": asdict(window_spec),
-        "split_config": json.loads(json.dumps(asdict(split_spec))),
         "inputs": input_record(pairs_path, genome_path),
         "versions": package_versions(),
     }

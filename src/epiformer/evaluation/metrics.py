@@ -122,5 +122,6 @@ def compute_metrics(test: pd.DataFrame, val: pd.DataFrame | None, resamples: int
 
 
 def write_predictions(frame: pd.DataFrame, path) -> None:
+    """predictions.tsv (module docstring), by pair_id, atomically."""
     text = frame.sort_values("pair_id").to_csv(sep="\t", index=False, float_format="%.6g")
     atomic_write_text(Path(path), text)

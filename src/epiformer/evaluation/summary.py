@@ -45,6 +45,8 @@ PAIRED_METRICS = {"auroc": fast_roc_auc, "auprc": fast_average_precision}
 
 @dataclass
 class ModelResult:
+    """The files of one evaluated (cell line, model or baseline) that its summary row is read from."""
+
     cell_line: str
     model: str
     metrics: Path
@@ -69,6 +71,7 @@ def element_ceiling_auroc(predictions: Path, truth: Path) -> float | None:
 
 
 def summary_row(result: ModelResult) -> dict:
+    """A summary.tsv row (module docstring) from a result's metrics.json and, for a model, its model.json."""
     metrics = json.loads(Path(result.metrics).read_text())
     description = json.loads(Path(result.description).read_text()) if result.description else None
     return {
@@ -89,7 +92,7 @@ def summary_row(result: ModelResult) -> dict:
         "balanced_accuracy": metrics.get("balanced_accuracy"),
         "n_test": metrics["n_test"],
         "positives": metrics["positives"],
-        "split_mode": metrics["split_mode"] + (" (leak-prone)" if metrics["split_mode"] == "random" else ""),
+        "split_mode": metrics["split"]["mode"] + (" (leak-prone)" if metrics["split"]["leak_prone"] else ""),
         **(_cost(description) if description else _baseline_cost(metrics)),
         "oracle_auroc": oracle_auroc(result.predictions, result.truth) if result.truth else None,
         "element_ceiling_auroc": element_ceiling_auroc(result.predictions, result.truth) if result.truth else None,
@@ -241,6 +244,7 @@ def write_summary(
 
 
 def to_markdown(table: pd.DataFrame, paired: pd.DataFrame | None = None) -> str:
+    """summary.md: the summary table and, when given, the paired differences, as markdown."""
     lines = [
         "| cell line | model | AUROC (95% CI) | AUPRC (95% CI) | F1 | MCC | oracle AUROC | parameters | train s |",
         "|---|---|---|---|---|---|---|---|---|",

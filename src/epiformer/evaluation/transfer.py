@@ -21,6 +21,7 @@ from epiformer.model.configs import SCORING_BATCH_SIZE, SCORING_TOKENS
 
 
 def check_same_widths(description: dict, shard_dir: Path, model_dir: Path) -> None:
+    """Fail when a cell line's shards hold windows of other widths than the model was trained on."""
     widths = window_widths(shard_manifest(shard_dir))
     if widths != window_widths(description):
         raise ValueError(
@@ -62,6 +63,7 @@ def transfer_table(
 def write_transfer(
     model_dirs: dict[str, Path], shard_dirs: dict[str, Path], out_tsv: str | Path, max_tokens: int = SCORING_TOKENS
 ) -> pd.DataFrame:
+    """The transfer table (module docstring), written atomically to `out_tsv`."""
     table = transfer_table(model_dirs, shard_dirs, max_tokens=max_tokens)
     atomic_write_text(Path(out_tsv), table.to_csv(sep="\t", index=False, float_format="%.6g"))
     return table

@@ -16,8 +16,7 @@ import numpy as np
 import torch
 
 from epiformer.constants import ELEMENTS
-from epiformer.data.batches import PairBatches, SpanBatches, batch_loader
-from epiformer.data.shards import SpanShardSet
+from epiformer.data.batches import batch_loader, model_batches
 from epiformer.inference.devices import mixed_precision
 from epiformer.model.configs import SCORING_BATCH_SIZE, SCORING_TOKENS
 from epiformer.model.transformer import EPITransformer, ModelConfig, score_batch
@@ -104,10 +103,7 @@ def predict_split(
     """
     device = torch.device(device)
     model.eval()
-    if isinstance(data, SpanShardSet):
-        batches = SpanBatches(data, max_tokens, model.config.patch_size)
-    else:
-        batches = PairBatches(data, batch_size)
+    batches = model_batches(model.config.input, data, batch_size, max_tokens, model.config.patch_size)
     scores, labels, ids, rows = [], [], [], []
     for index, batch in enumerate(batch_loader(batches)):
         with mixed_precision(device):

@@ -64,6 +64,8 @@ class ModiscoSpec:
 
 @dataclass
 class Pattern:
+    """A TF-MoDISco pattern: the seqlets it gathers and their mean contributions and base frequencies."""
+
     sign: str  # "+" raises the score, "-" lowers it
     seqlets: int
     cwm: np.ndarray  # [W, 4] mean contributions

@@ -19,6 +19,7 @@ from epiformer.constants import ELEMENTS
 
 
 def temporary_path(path: str | Path) -> Path:
+    """A hidden name beside `path`, unique to this process, to write under before renaming into place."""
     path = Path(path)
     return path.with_name(f".{path.name}.tmp-{os.getpid()}")
 
@@ -35,10 +36,12 @@ def atomic_write(path: str | Path, write: Callable[[Path], None]) -> None:
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write `data` to `path` atomically."""
     atomic_write(path, lambda temporary: temporary.write_bytes(data))
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write `text` to `path` atomically."""
     atomic_write_bytes(path, text.encode())
 
 
@@ -74,6 +77,7 @@ def atomic_outputs(*paths: str | Path) -> Iterator[list[Path]]:
 
 
 def sha256_file(path: str | Path) -> str:
+    """The file's SHA-256, hex, read in chunks."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):

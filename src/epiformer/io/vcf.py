@@ -33,6 +33,8 @@ class VcfError(ValueError):
 
 @dataclass(frozen=True)
 class VcfRecord:
+    """One VCF data line: where it is in the file, its position and its alleles."""
+
     line: int  # 1-based line in the file, header lines counted
     chrom: str
     pos: int  # 1-based, as in the file

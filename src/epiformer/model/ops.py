@@ -16,6 +16,7 @@ from torch.autograd.function import once_differentiable
 
 
 def elu_feature_map(x: torch.Tensor) -> torch.Tensor:
+    """phi(x) = ELU(x) + 1: positive, so the linear-attention normaliser never vanishes."""
     return F.elu(x) + 1
 
 
@@ -129,6 +130,7 @@ def softmax_attention(
 
 
 def naive_linear_attention(q, k, v, key_padding_mask=None, eps: float = 1e-6) -> torch.Tensor:
+    """The reference for `linear_attention`: the T x T weights phi(q) phi(k)^T formed explicitly, O(T^2)."""
     weights = elu_feature_map(q) @ elu_feature_map(k).transpose(-1, -2)  # (B, H, T, T)
     if key_padding_mask is not None:
         weights = weights.masked_fill(key_padding_mask[:, None, None, :], 0.0)
@@ -136,6 +138,7 @@ def naive_linear_attention(q, k, v, key_padding_mask=None, eps: float = 1e-6) ->
 
 
 def naive_softmax_attention(q, k, v, key_padding_mask=None) -> torch.Tensor:
+    """The reference for `softmax_attention`: softmax(q k^T / sqrt(D)) v written out, O(T^2)."""
     scores = q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5  # (B, H, T, T)
     if key_padding_mask is not None:
         scores = scores.masked_fill(key_padding_mask[:, None, None, :], float("-inf"))

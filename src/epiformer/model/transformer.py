@@ -173,6 +173,9 @@ class _PatchMax(torch.autograd.Function):
 
 
 class Attention(nn.Module):
+    """Multi-head self-attention [B, T, D] -> [B, T, D]: the QKV and output projections around the
+    attention op the config names (`model.ops`: M7's linear attention, or softmax)."""
+
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.n_heads = config.n_heads
@@ -206,6 +209,9 @@ class Block(nn.Module):
 
 
 class EPITransformer(nn.Module):
+    """The enhancer-promoter Transformer (module docstring): with `attention: linear` it is M7 (the
+    config's `linear` model), with `attention: softmax` its twin; one logit per pair."""
+
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.config = config
@@ -242,14 +248,7 @@ class EPITransformer(nn.Module):
     ) -> torch.Tensor:
         """Logits [B] from the two elements, or from a span (`span`, `segment`, `span_valid`): module docstring."""
         if self.config.input == "span":
-            if span is None or segment is None or span_valid is None:
-                raise ValueError("this model reads spans (input: span) and needs span, segment and span_valid")
-            x, valid = self.embed(span, span_valid)
-            token_segment = segment[:, :: self.tokenizer.patch]  # (B, T): a token's segment is its first base's
-            # As a product with the one-hot segments, not an embedding lookup: with three rows and
-            # thousands of tokens, the lookup's backward (a scatter into three rows) is the slower.
-            x = x + F.one_hot(token_segment, self.segment.num_embeddings).to(x.dtype) @ self.segment.weight
-            padding = ~valid  # (B, T): spans of one batch differ in length and may hold gaps
+            x, valid, padding, token_segment = self.span_tokens(span, segment, span_valid)
         else:
             x, valid, padding, token_segment = self.join_elements(enhancer, promoter, enhancer_valid, promoter_valid)
         for block in self.blocks:
@@ -274,6 +273,17 @@ class EPITransformer(nn.Module):
             return pooled.masked_fill(~valid.any(dim=1, keepdim=True), 0.0)  # no valid token: zeros, not -inf
         weights = valid[..., None].to(x.dtype)
         return (x * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1)
+
+    def span_tokens(self, span, segment, span_valid):
+        """A span's tokens [B, T, D] (segments embedded), valid tokens [B, T], the padding mask, segments [B, T]."""
+        if span is None or segment is None or span_valid is None:
+            raise ValueError("this model reads spans (input: span) and needs span, segment and span_valid")
+        x, valid = self.embed(span, span_valid)
+        token_segment = segment[:, :: self.tokenizer.patch]  # (B, T): a token's segment is its first base's
+        # As a product with the one-hot segments, not an embedding lookup: with three rows and
+        # thousands of tokens, the lookup's backward (a scatter into three rows) is the slower.
+        x = x + F.one_hot(token_segment, self.segment.num_embeddings).to(x.dtype) @ self.segment.weight
+        return x, valid, ~valid, token_segment  # spans of one batch differ in length and may hold gaps
 
     def join_elements(self, enhancer, promoter, enhancer_valid, promoter_valid):
         """Both elements' tokens joined [B, T, D], valid tokens [B, T], the padding mask (or None), segments [B, T]."""
@@ -313,4 +323,5 @@ def score_batch(model: nn.Module, batch: dict, device: torch.device) -> torch.Te
 
 
 def count_parameters(model: nn.Module) -> int:
+    """Trainable parameters of a model."""
     return sum(p.numel() for p in model.parameters() if p.requires_grad)

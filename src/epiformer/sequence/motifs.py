@@ -22,6 +22,8 @@ _ROW = re.compile(r"^\s*([ACGT])\s*\[?([\d\s.]+)\]?\s*$")
 
 @dataclass(frozen=True)
 class Motif:
+    """A position frequency matrix (module docstring), named as JASPAR names it."""
+
     matrix_id: str
     name: str
     probabilities: np.ndarray  # [W, 4] float64, rows sum to 1, channels A, C, G, T
@@ -31,6 +33,7 @@ class Motif:
         return self.probabilities.shape[0]
 
     def consensus(self) -> str:
+        """The most likely base at each position."""
         return "".join(ALPHABET[i] for i in self.probabilities.argmax(axis=1))
 
 
@@ -80,4 +83,5 @@ def sample_site(motif: Motif, rng: np.random.Generator, sharpness: float = 1.0) 
 
 
 def reverse_complement(sequence: str) -> str:
+    """The other strand of a DNA string, 5' to 3' (case kept; N stays N)."""
     return sequence.translate(str.maketrans("ACGTacgtNn", "TGCAtgcaNn"))[::-1]

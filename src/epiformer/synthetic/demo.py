@@ -91,6 +91,8 @@ class DemoSpec:
 
 @dataclass
 class Element:
+    """A synthetic enhancer or promoter: where it lies and the motif planted in it (None: blank)."""
+
     chrom: str
     start: int
     end: int

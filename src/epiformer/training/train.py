@@ -19,7 +19,6 @@ run therefore replays exactly what an uninterrupted one does, with any number of
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
@@ -27,11 +26,8 @@ import math
 import os
 import random
 import resource
-import signal
-import socket
-import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -39,8 +35,8 @@ import torch
 from safetensors.torch import save_file
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from epiformer.data.batches import PairBatches, SpanBatches, batch_loader, check_shift
-from epiformer.data.shards import SpanShardSet, load_split, shard_manifest
+from epiformer.data.batches import SpanBatches, batch_loader, check_shift, model_batches
+from epiformer.data.shards import load_split, shard_manifest
 from epiformer.inference.devices import mixed_precision, select_device
 from epiformer.inference.trained_model import predict_split
 from epiformer.io.files import atomic_write, atomic_write_text
@@ -48,6 +44,15 @@ from epiformer.io.provenance import package_versions
 from epiformer.io.runlog import log_files, progress, setup_logging
 from epiformer.model.configs import ModelConfig, TrainConfig
 from epiformer.model.transformer import EPITransformer, count_parameters, score_batch
+from epiformer.training.checkpoints import (
+    StopRequest,
+    TrainingInterrupted,
+    checkpoint_path,
+    load_checkpoint,
+    run_fingerprint,
+    save_checkpoint,
+)
+from epiformer.training.distributed import agree, forward_stop_signals, free_port, gather, process_device
 
 log = logging.getLogger(__name__)
 LOG_COLUMNS = [
@@ -65,6 +70,7 @@ LOG_COLUMNS = [
 
 
 def seed_everything(seed: int) -> None:
+    """Seed Python, NumPy and PyTorch: the initial weights come from `seed`."""
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
@@ -75,70 +81,17 @@ def seed_dropout(seed: int, epoch: int, rank: int) -> None:
     torch.manual_seed(int(np.random.SeedSequence([seed, epoch, rank]).generate_state(1)[0]))
 
 
-class StopRequest:
-    """Turns SIGTERM / SIGUSR1 into a flag that the loop checks between optimiser steps.
-
-    SLURM sends SIGTERM (or the signal asked for with `--signal`) before it pre-empts a job
-    or when the time limit comes; the loop then checkpoints and exits instead of losing work.
-    """
-
-    SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
-
-    def __init__(self):
-        self.signal = 0
-
-    def __enter__(self):
-        # Handlers can only be set from the main thread; elsewhere, signals keep their defaults.
-        in_main = threading.current_thread() is threading.main_thread()
-        self._previous = {sig: signal.signal(sig, self._receive) for sig in self.SIGNALS} if in_main else {}
-        return self
-
-    def __exit__(self, *exc):
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-
-    def _receive(self, signum, frame) -> None:
-        self.signal = signum
-
-
-class TrainingInterrupted(SystemExit):
-    """Raised after the checkpoint is written; exits the process with 128 + signal number."""
-
-
 def learning_rate_factor(step: int, warmup: int, total: int) -> float:
+    """The learning rate's multiplier at `step`: linear warm-up over `warmup` steps, then cosine decay to 0."""
     if step < warmup:
         return (step + 1) / warmup
     progress = (step - warmup) / max(1, total - warmup)
     return 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
 
 
-def _checkpoint_path(checkpoint_dir: Path) -> Path:
-    return checkpoint_dir / "last.pt"
-
-
-def save_checkpoint(checkpoint_dir: Path, state: dict) -> None:
-    atomic_write(_checkpoint_path(checkpoint_dir), lambda temporary: torch.save(state, temporary))
-
-
-def load_checkpoint(checkpoint_dir: Path, fingerprint: str) -> dict | None:
-    path = _checkpoint_path(checkpoint_dir)
-    if not path.exists():
-        return None
-    state = torch.load(path, weights_only=True)
-    if state.get("fingerprint") != fingerprint:
-        log.warning("Ignoring checkpoint %s: it was made with other data or settings.", path)
-        return None
-    return state
-
-
 def should_stop_early(history: list[dict], best: dict, patience: int) -> bool:
+    """Whether `patience` epochs (0: never) have passed without a better validation AUPRC."""
     return patience > 0 and bool(history) and history[-1]["epoch"] - best["epoch"] >= patience
-
-
-def run_fingerprint(model_config: ModelConfig, train_config: TrainConfig, manifest: dict) -> str:
-    settings = {k: v for k, v in asdict(train_config).items() if k != "checkpoint_minutes"}  # cannot change results
-    text = json.dumps([model_config.to_dict(), settings, manifest["shards"]], sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def train_model(
@@ -161,7 +114,7 @@ def train_model(
     if train_config.devices == 1:
         return _train(0, 1, shard_dir, model_config, train_config, Path(outdir), Path(checkpoint_dir))
     select_device(train_config.device)  # fail before spawning processes
-    port = _free_port()
+    port = free_port()
     context = torch.multiprocessing.spawn(
         _distributed_worker,
         nprocs=train_config.devices,
@@ -177,7 +130,7 @@ def train_model(
             Path(checkpoint_dir),
         ),
     )
-    with _forward_stop_signals(context.processes):
+    with forward_stop_signals(context.processes):
         try:
             while not context.join():
                 pass
@@ -186,29 +139,6 @@ def train_model(
                 raise TrainingInterrupted(error.exit_code) from None
             raise
     return json.loads((Path(outdir) / "model.json").read_text())
-
-
-@contextlib.contextmanager
-def _forward_stop_signals(processes):
-    """A stop signal sent to the launching process reaches the training processes."""
-
-    def forward(signum, frame):
-        for process in processes:
-            if process.is_alive():
-                os.kill(process.pid, signum)
-
-    previous = {sig: signal.signal(sig, forward) for sig in StopRequest.SIGNALS}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _distributed_worker(rank: int, world: int, port: int, log_paths: list[str], *args) -> None:
@@ -224,14 +154,6 @@ def _distributed_worker(rank: int, world: int, port: int, log_paths: list[str], 
         torch.distributed.destroy_process_group()
 
 
-def _process_device(train_config: TrainConfig, rank: int, world: int) -> torch.device:
-    device = select_device(train_config.device)
-    if device.type == "cuda" and world > 1:
-        device = torch.device("cuda", rank)
-        torch.cuda.set_device(device)
-    return device
-
-
 def _optimisation(model, train_config: TrainConfig, steps_per_epoch: int):
     """AdamW with linear warm-up then cosine decay over all steps."""
     optimizer = torch.optim.AdamW(
@@ -243,11 +165,11 @@ def _optimisation(model, train_config: TrainConfig, steps_per_epoch: int):
     return optimizer, scheduler
 
 
-def _epoch_batches(train_data, train_config: TrainConfig, patch_size: int, epoch: int, rank: int, world: int):
+def _epoch_batches(train_data, model_config: ModelConfig, train_config: TrainConfig, epoch: int, rank: int, world: int):
     """This process's share of an epoch; depends only on (seed, epoch), so a resumed run sees the same.
 
     Window pairs come `batch_size` (global) at a time; spans by length, each process's
-    batch within `max_tokens_per_batch` model tokens (`patch_size` bases each), padding included.
+    batch within `max_tokens_per_batch` model tokens (a patch of bases each), padding included.
     """
     augmentation = {
         "shuffle": True,
@@ -258,9 +180,10 @@ def _epoch_batches(train_data, train_config: TrainConfig, patch_size: int, epoch
         "rank": rank,
         "world_size": world,
     }
-    if isinstance(train_data, SpanShardSet):
-        return SpanBatches(train_data, train_config.max_tokens_per_batch, patch_size, **augmentation)
-    return PairBatches(train_data, train_config.batch_size // world, **augmentation)
+    batch_size, max_tokens = train_config.batch_size // world, train_config.max_tokens_per_batch
+    return model_batches(
+        model_config.input, train_data, batch_size, max_tokens, model_config.patch_size, **augmentation
+    )
 
 
 @dataclass
@@ -276,6 +199,7 @@ class _Run:
     positive_weight: torch.Tensor  # [sources]: weight of a positive pair of each source; negatives weigh 1
     config: TrainConfig
     device: torch.device
+    device_name: str  # as train_log.tsv and model.json record it, e.g. "cuda x 4"
     checkpoint_dir: Path
     fingerprint: str
 
@@ -293,7 +217,7 @@ def _train_epoch(
     """
     config = run.config
     patch = run.model.config.patch_size
-    batches = _epoch_batches(train_data, config, patch, epoch, run.rank, run.world)
+    batches = _epoch_batches(train_data, run.model.config, config, epoch, run.rank, run.world)
     start = partial["batches_done"] if partial else 0
     losses = [torch.tensor(value) for value in partial["losses"]] if partial else []
     seed_dropout(config.seed, epoch, run.rank)
@@ -307,7 +231,7 @@ def _train_epoch(
     for index, batch in enumerate(progress(loader, len(batches) - start, description), start=start):
         losses.append(_step(run, batch))
         minutes = (time.monotonic() - last_saved) / 60
-        signum, due, spent = _agree(
+        signum, due, spent = agree(
             stop.signal,
             0 < config.checkpoint_minutes <= minutes,
             config.max_minutes > 0 and time.monotonic() - started >= seconds_left,
@@ -323,7 +247,7 @@ def _train_epoch(
                     "epoch": epoch,
                     "batches_done": index + 1,
                     "losses": [float(v) for v in losses],
-                    "rng": _gather(torch.get_rng_state(), run.world),
+                    "rng": gather(torch.get_rng_state(), run.world),
                 }
             )
             last_saved = time.monotonic()
@@ -367,27 +291,6 @@ def _step(run: _Run, batch: dict) -> torch.Tensor:
     return loss.detach()
 
 
-def _agree(signum: int, *flags: bool, world: int, device: torch.device) -> tuple:
-    """All processes must checkpoint and stop at the same step, or the others wait forever.
-
-    Returns the largest signal number and each flag as set in any process.
-    """
-    if world == 1:
-        return (signum, *flags)
-    values = torch.tensor([signum, *map(int, flags)], device=device)  # NCCL reduces only GPU tensors
-    torch.distributed.all_reduce(values, op=torch.distributed.ReduceOp.MAX)
-    return (int(values[0]), *map(bool, values[1:].tolist()))
-
-
-def _gather(value, world: int) -> list:
-    """`value` from every process, in rank order (all processes must call this)."""
-    if world == 1:
-        return [value]
-    values = [None] * world
-    torch.distributed.all_gather_object(values, value)
-    return values
-
-
 def positive_weights(data) -> torch.Tensor:
     """float [sources]: negatives / positives of each source's training pairs.
 
@@ -416,30 +319,30 @@ def validation_metrics(scores: np.ndarray, labels: np.ndarray, source: np.ndarra
 
 
 def _epoch_row(
-    model,
-    val_data,
-    train_config,
-    device,
-    epoch: int,
-    train_loss: float,
-    learning_rate: float,
-    seconds: float,
-    tokens: int,
-    device_name: str,
-    epoch_fraction: float = 1.0,
+    run: _Run, val_data, epoch: int, train_loss: float, seconds: float, tokens: int, fraction: float
 ) -> dict:
     """One train_log.tsv row: training loss, validation metrics, speed, and how much of the epoch ran."""
-    scores, labels, _ = predict_split(model, val_data, 4 * train_config.batch_size, device, train_config.scoring_tokens)
+    config = run.config
+    scores, labels, _ = predict_split(run.model, val_data, 4 * config.batch_size, run.device, config.scoring_tokens)
     return {
         "epoch": epoch,
         "train_loss": train_loss,
         **validation_metrics(scores, labels, val_data.source),
-        "learning_rate": learning_rate,
+        "learning_rate": run.scheduler.get_last_lr()[0],
         "seconds": seconds,
         "tokens_per_s": tokens / seconds,
-        "device": device_name,
-        "epoch_fraction": epoch_fraction,
+        "device": run.device_name,
+        "epoch_fraction": fraction,
     }
+
+
+@dataclass
+class _Progress:
+    """Where a run stands: a row per epoch done, the best epoch so far (its weights on the CPU), a partial epoch."""
+
+    history: list[dict] = field(default_factory=list)
+    best: dict = field(default_factory=lambda: {"auprc": -1.0, "epoch": 0, "weights": None})
+    partial: dict | None = None  # a mid-epoch checkpoint's batches done, losses, RNG states and seconds
 
 
 def _train(
@@ -452,136 +355,163 @@ def _train(
     checkpoint_dir: Path,
 ) -> dict:
     """One process of a (possibly distributed) run; rank 0 logs, checkpoints and writes outputs."""
-    torch.set_num_threads(train_config.threads)
-    device = _process_device(train_config, rank, world)
-    device_name = f"{device.type} x {world}" if world > 1 else str(device)
     manifest = shard_manifest(shard_dir)
     train_data, val_data = load_split(shard_dir, "train"), load_split(shard_dir, "val")
-    seed_everything(train_config.seed)  # the same initial weights in every process
+    run = _start_run(rank, world, model_config, train_config, train_data, checkpoint_dir, manifest)
+    progress = _resume(run)
+    budget_reached = _run_epochs(run, progress, train_data, val_data)
+    if rank != 0:
+        return {}
+    best, history = progress.best, progress.history
+    return write_outputs(outdir, best, history, model_config, train_config, manifest, run.device_name, budget_reached)
+
+
+def _start_run(rank, world, model_config: ModelConfig, train_config: TrainConfig, train_data, checkpoint_dir, manifest):
+    """The model (the same initial weights in every process), its optimiser and schedule, on this process's device."""
+    torch.set_num_threads(train_config.threads)
+    device = process_device(train_config, rank, world)
+    seed_everything(train_config.seed)
     model = EPITransformer(model_config).to(device)
     wrapped = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
+    steps_per_epoch = len(_epoch_batches(train_data, model_config, train_config, 1, rank, world))
+    optimizer, scheduler = _optimisation(model, train_config, steps_per_epoch)
+    run = _Run(
+        rank=rank,
+        world=world,
+        model=model,
+        step_model=torch.compile(wrapped) if train_config.compile else wrapped,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        positive_weight=positive_weights(train_data).to(device),
+        config=train_config,
+        device=device,
+        device_name=f"{device.type} x {world}" if world > 1 else str(device),
+        checkpoint_dir=checkpoint_dir,
+        fingerprint=run_fingerprint(model_config, train_config, manifest),
+    )
     if rank == 0:
         log.info(
             "Model %s attention, %d parameters, %s, %s",
             model_config.attention,
             count_parameters(model),
-            device_name,
+            run.device_name,
             "bf16 autocast" if device.type == "cuda" else "float32",
         )
-    steps_per_epoch = len(_epoch_batches(train_data, train_config, model_config.patch_size, 1, rank, world))
-    optimizer, scheduler = _optimisation(model, train_config, steps_per_epoch)
-    run = _Run(
-        rank,
-        world,
-        model,
-        torch.compile(wrapped) if train_config.compile else wrapped,
-        optimizer,
-        scheduler,
-        positive_weights(train_data).to(device),
-        train_config,
-        device,
-        checkpoint_dir,
-        run_fingerprint(model_config, train_config, manifest),
-    )
+    return run
 
-    state = load_checkpoint(checkpoint_dir, run.fingerprint)
-    history, best, done, partial = [], {"auprc": -1.0, "epoch": 0, "weights": None}, 0, None
-    if state is not None:
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        history, best, done, partial = state["history"], state["best"], state["epoch"], state.get("partial")
-        if rank == 0:
-            where = f"epoch {partial['epoch']}, batch {partial['batches_done']}" if partial else f"epoch {done + 1}"
-            log.info("Resuming from %s at %s", _checkpoint_path(checkpoint_dir), where)
 
-    def save(partial_epoch: dict | None) -> None:
-        if rank == 0:
-            save_checkpoint(
-                checkpoint_dir,
-                {
-                    "fingerprint": run.fingerprint,
-                    "epoch": len(history),
-                    "partial": partial_epoch,
-                    "model": model.state_dict(),
-                    "optimizer": optimizer.state_dict(),
-                    "scheduler": scheduler.state_dict(),
-                    "history": history,
-                    "best": best,
-                },
-            )
+def _resume(run: _Run) -> _Progress:
+    """The run's progress from its checkpoint (model, optimiser and schedule restored), or a fresh start."""
+    state = load_checkpoint(run.checkpoint_dir, run.fingerprint)
+    if state is None:
+        return _Progress()
+    run.model.load_state_dict(state["model"])
+    run.optimizer.load_state_dict(state["optimizer"])
+    run.scheduler.load_state_dict(state["scheduler"])
+    progress = _Progress(state["history"], state["best"], state.get("partial"))
+    if run.rank == 0:
+        partial = progress.partial
+        where = (
+            f"epoch {partial['epoch']}, batch {partial['batches_done']}" if partial else f"epoch {state['epoch'] + 1}"
+        )
+        log.info("Resuming from %s at %s", checkpoint_path(run.checkpoint_dir), where)
+    return progress
 
-    budget, budget_reached = train_config.max_minutes * 60, False
+
+def _save(run: _Run, progress: _Progress, partial_epoch: dict | None) -> None:
+    """The rolling checkpoint, written by rank 0: after a whole epoch (`partial_epoch` None) or within one."""
+    if run.rank != 0:
+        return
+    state = {
+        "fingerprint": run.fingerprint,
+        "epoch": len(progress.history),
+        "partial": partial_epoch,
+        "model": run.model.state_dict(),
+        "optimizer": run.optimizer.state_dict(),
+        "scheduler": run.scheduler.state_dict(),
+        "history": progress.history,
+        "best": progress.best,
+    }
+    save_checkpoint(run.checkpoint_dir, state)
+
+
+def _run_epochs(run: _Run, progress: _Progress, train_data, val_data) -> bool:
+    """Train and validate epoch by epoch until the last, an early stop or the time budget; True if the budget ended it.
+
+    Every process validates the same weights, so all agree on the history and on stopping.
+    """
+    config = run.config
+    budget = config.max_minutes * 60
     with StopRequest() as stop:
-        for epoch in range(done + 1, train_config.epochs + 1):
-            if should_stop_early(history, best, train_config.patience):
-                if rank == 0:
-                    log.info(
-                        "Early stop: no better validation AUPRC since epoch %d (patience %d)",
-                        best["epoch"],
-                        train_config.patience,
-                    )
-                break
-            spent = sum(row["seconds"] for row in history) + (partial["seconds"] if partial else 0.0)
-            # Agreed: each process times itself, and all must leave the loop together.
-            _, budget_reached = _agree(0, bool(budget) and spent >= budget, world=world, device=device)
-            if budget_reached:
-                if rank == 0:
-                    log.info(
-                        "Time budget (train.max_minutes %g) spent after epoch %d.", train_config.max_minutes, epoch - 1
-                    )
-                break
+        for epoch in range(len(progress.history) + 1, config.epochs + 1):
+            partial = progress.partial
+            spent = sum(row["seconds"] for row in progress.history) + (partial["seconds"] if partial else 0.0)
+            reason = _reason_to_stop(run, progress, epoch, bool(budget) and spent >= budget)
+            if reason:
+                return reason == "budget"
             started = time.perf_counter() - (partial["seconds"] if partial else 0.0)
-            save_partial = lambda p, started=started: save({**p, "seconds": time.perf_counter() - started})  # noqa: E731
-            train_loss, batches_done, batches, tokens = _train_epoch(
+
+            def save_partial(state: dict, started: float = started) -> None:
+                _save(run, progress, {**state, "seconds": time.perf_counter() - started})
+
+            train_loss, done, batches, tokens = _train_epoch(
                 run, train_data, epoch, partial, stop, save_partial, budget - spent
             )
-            partial = None
-            # Every process validates the same weights, so all agree on the history and on stopping.
-            row = _epoch_row(
-                model,
-                val_data,
-                train_config,
-                device,
-                epoch,
-                train_loss,
-                scheduler.get_last_lr()[0],
-                time.perf_counter() - started,
-                tokens,
-                device_name,
-                batches_done / batches,
-            )
-            history.append(row)
-            if row["val_auprc"] > best["auprc"]:
-                weights = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
-                best = {"auprc": row["val_auprc"], "epoch": epoch, "weights": weights}
-            if rank == 0:
-                log.info(
-                    "epoch %d: " + ", ".join(f"{k} %s" for k in list(row)[1:]), epoch, *_fmt(list(row.values())[1:])
-                )
-            save(None)
-            if batches_done < batches:
-                budget_reached = True
-                if rank == 0:
+            progress.partial = None
+            row = _epoch_row(run, val_data, epoch, train_loss, time.perf_counter() - started, tokens, done / batches)
+            _record_epoch(run, progress, row)
+            if done < batches:
+                if run.rank == 0:
                     log.warning(
                         "Time budget (train.max_minutes %g) spent in epoch %d after %d of %d batches (%.0f s); "
                         "a whole epoch would take about %.1f minutes at this pace. Kept the best epoch so far.",
-                        train_config.max_minutes,
+                        config.max_minutes,
                         epoch,
-                        batches_done,
+                        done,
                         batches,
                         row["seconds"],
-                        row["seconds"] * batches / batches_done / 60,
+                        row["seconds"] * batches / done / 60,
                     )
-                break
-    if rank != 0:
-        return {}
-    return write_outputs(outdir, best, history, model_config, train_config, manifest, device_name, budget_reached)
+                return True
+    return False
+
+
+def _reason_to_stop(run: _Run, progress: _Progress, epoch: int, budget_spent: bool) -> str | None:
+    """Why the run ends before `epoch`: "patience" exhausted, or the time "budget" spent (agreed by all processes)."""
+    if should_stop_early(progress.history, progress.best, run.config.patience):
+        if run.rank == 0:
+            log.info(
+                "Early stop: no better validation AUPRC since epoch %d (patience %d)",
+                progress.best["epoch"],
+                run.config.patience,
+            )
+        return "patience"
+    # Agreed: each process times itself, and all must leave the loop together.
+    _, budget_spent = agree(0, budget_spent, world=run.world, device=run.device)
+    if budget_spent:
+        if run.rank == 0:
+            log.info("Time budget (train.max_minutes %g) spent after epoch %d.", run.config.max_minutes, epoch - 1)
+        return "budget"
+    return None
+
+
+def _record_epoch(run: _Run, progress: _Progress, row: dict) -> None:
+    """Add an epoch's row; keep its weights when its validation AUPRC is the best so far; log; checkpoint."""
+    progress.history.append(row)
+    if row["val_auprc"] > progress.best["auprc"]:
+        weights = {key: value.detach().cpu().clone() for key, value in run.model.state_dict().items()}
+        progress.best = {"auprc": row["val_auprc"], "epoch": row["epoch"], "weights": weights}
+    if run.rank == 0:
+        log.info(
+            "epoch %d: " + ", ".join(f"{k} %s" for k in list(row)[1:]), row["epoch"], *_fmt(list(row.values())[1:])
+        )
+    _save(run, progress, None)
 
 
 def write_outputs(
     outdir: Path, best, history, model_config, train_config, manifest, device, budget_reached: bool = False
 ) -> dict:
+    """Write model.safetensors (the best epoch's weights), train_log.tsv, model.json atomically; return model.json."""
     atomic_write(outdir / "model.safetensors", lambda temporary: save_file(best["weights"], str(temporary)))
     lines = ["\t".join(LOG_COLUMNS)] + ["\t".join(str(row[c]) for c in LOG_COLUMNS) for row in history]
     atomic_write_text(outdir / "train_log.tsv", "\n".join(lines) + "\n")
