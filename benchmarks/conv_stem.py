@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from long_demo_run import span_model_settings
 
-from epiformer.data.batches import SEGMENT_IDS
+from epiformer.constants import SEGMENT_IDS
 from epiformer.model.configs import ModelConfig
 from epiformer.model.transformer import EPITransformer, Tokenizer
 

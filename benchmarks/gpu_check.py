@@ -77,7 +77,7 @@ def default_config_throughput(compiled: bool, steps: int = 20, device: str = "cu
 
 def span_training_throughput(attention: str, tokens: int, steps: int = 5, device: str = "cuda") -> dict:
     """Tokens/s and peak memory of optimiser steps on one span of `tokens` tokens, bf16 autocast on CUDA."""
-    from epiformer.data.batches import SEGMENT_IDS
+    from epiformer.constants import SEGMENT_IDS
     from epiformer.inference.devices import mixed_precision
     from epiformer.model.transformer import EPITransformer
 

@@ -15,7 +15,8 @@ Then two what-ifs on the same scores: the AUROC if insulated partner pairs were 
 last (a perfect insulator), and if hard negatives were (a perfect grammar). The oracle's
 row shows what the what-ifs themselves cost it (they rank 0.05-probability pairs last). Usage, after
 `make demo-long`:
-    python benchmarks/long_demo_breakdown.py [--run runs/demo-long]
+    python benchmarks/long_demo_breakdown.py [--run runs/demo-long] [--out breakdown.tsv]
+(docs/results/demo_long.md's breakdown table is written from such a TSV.)
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ def breakdown(pairs: pd.DataFrame) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--run", type=Path, default=RUN, help="where make demo-long ran")
+    parser.add_argument("--out", type=Path, help="also write the table here (TSV, one row per model)")
     args = parser.parse_args()
     truth_file = truth_path(args.run)
     model_dirs = sorted(path.parent for path in results_dir(args.run).glob("*/predictions.tsv"))
@@ -72,6 +74,8 @@ def main() -> None:
     table = pd.DataFrame(rows).T
     print(f"test pairs: {len(predictions)}; AUROC within the pairs each column compares (docstring)")
     print(table.to_string(float_format=lambda value: f"{value:.3f}" if np.isfinite(value) else "-"))
+    if args.out:
+        table.rename_axis("model").to_csv(args.out, sep="\t", float_format="%.6g")
 
 
 if __name__ == "__main__":

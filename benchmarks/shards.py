@@ -25,9 +25,10 @@ import torch
 
 from epiformer.constants import ALPHABET, SHARD_FORMAT
 from epiformer.data.batches import PairBatches, batch_loader
-from epiformer.data.encode import one_hot, pack_codes, pack_one_hot, write_shard
+from epiformer.data.encode import write_shard
 from epiformer.data.shards import load_split
 from epiformer.model.transformer import EPITransformer, ModelConfig
+from epiformer.sequence.onehot import one_hot, pack_codes, pack_one_hot
 
 WIDTHS, FLANK = {"enhancer": 256, "promoter": 224}, 8
 DEMO_MODEL = ModelConfig(

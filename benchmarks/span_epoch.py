@@ -24,7 +24,8 @@ import time
 import numpy as np
 import torch
 
-from epiformer.data.batches import SEGMENT_IDS, token_budget_batches
+from epiformer.constants import SEGMENT_IDS
+from epiformer.data.batches import token_budget_batches
 from epiformer.model.configs import ModelConfig
 from epiformer.model.transformer import EPITransformer
 

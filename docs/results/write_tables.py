@@ -10,7 +10,9 @@ anew from those copies. Tables:
 - `auroc`: test AUROC, one row per cell line, one column per model and baseline (bold: a
   linear-attention model at least as good as the better of the distance and k-mer baselines);
 - `cost`: per model, what it reads, test AUROC (95% CI), epochs trained, training time, peak memory;
-- `summary`: the run's own summary.md (every metric, interval and paired difference).
+- `summary`: the run's own summary.md (every metric, interval and paired difference);
+- `breakdown` (the long demo): each model's test AUROC split by what it must tell apart, from
+  `python benchmarks/long_demo_breakdown.py --out RESULTS_DIR/breakdown.tsv`.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import pandas as pd
 from epiformer.evaluation.summary import to_markdown
 
 PAGES = Path(__file__).resolve().parent
-RUN_FILES = ("summary.tsv", "paired_comparison.tsv")
+RUN_FILES = ("summary.tsv", "paired_comparison.tsv", "breakdown.tsv")
 BASELINE_NAMES = {"distance": "distance", "kmer": "k-mer", "propensity": "propensity"}
 
 
@@ -77,6 +79,16 @@ def cost_table(summary: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def breakdown_table(run: Path) -> str:
+    """benchmarks/long_demo_breakdown.py's table: one row per model, AUROC within each comparison."""
+    table = pd.read_csv(run / "breakdown.tsv", sep="\t")
+    lines = ["| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
+    for _, row in table.iterrows():
+        values = [row["model"]] + [f"{row[c]:.3f}" if pd.notna(row[c]) else "-" for c in table.columns[1:]]
+        lines.append("| " + " | ".join(values) + " |")
+    return "\n".join(lines)
+
+
 def summary_tables(summary: pd.DataFrame, paired: pd.DataFrame | None) -> str:
     return to_markdown(summary, paired).strip()
 
@@ -85,7 +97,12 @@ def render(name: str, run: Path) -> str:
     summary = pd.read_csv(run / "summary.tsv", sep="\t")
     paired_path = run / "paired_comparison.tsv"
     paired = pd.read_csv(paired_path, sep="\t") if paired_path.exists() else None
-    tables = {"auroc": auroc_table, "cost": cost_table, "summary": lambda s: summary_tables(s, paired)}
+    tables = {
+        "auroc": auroc_table,
+        "cost": cost_table,
+        "summary": lambda s: summary_tables(s, paired),
+        "breakdown": lambda s: breakdown_table(run),
+    }
     if name not in tables:
         raise SystemExit(f"unknown table {name!r}: one of {', '.join(tables)}")
     return tables[name](summary)

@@ -5,10 +5,11 @@ import pytest
 import torch
 
 from epiformer.data.batches import PairBatches, SpanBatches, batch_loader, token_budget_batches
-from epiformer.data.encode import encode_shards, one_hot
+from epiformer.data.encode import encode_shards
 from epiformer.data.genome import Genome
 from epiformer.data.shards import load_split
 from epiformer.data.spans import encode_span_shards, span_coordinates
+from epiformer.sequence.onehot import one_hot
 from tests.helpers import windows_frame
 
 

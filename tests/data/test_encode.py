@@ -4,27 +4,11 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-from epiformer.data.encode import encode_shards, one_hot, pack_codes, pack_one_hot, write_bases
+from epiformer.data.encode import encode_shards
 from epiformer.data.genome import Genome
-from epiformer.data.shards import load_split, unpack
+from epiformer.data.shards import load_split
+from epiformer.sequence.onehot import one_hot, unpack
 from tests.helpers import encode_killed_after_two_shards, windows_frame
-
-
-def test_one_hot_channels_and_n_rows():
-    onehot = one_hot([b"ACGTNacgtR"])[0]
-    expected = np.zeros((10, 4), np.uint8)
-    for i, channel in enumerate([0, 1, 2, 3, None, 0, 1, 2, 3, None]):
-        if channel is not None:
-            expected[i, channel] = 1
-    np.testing.assert_array_equal(onehot, expected)
-
-
-def test_packing_is_numpy_packbits_big_endian_and_round_trips():
-    onehot = one_hot([b"ACGTNNCA", b"TTTTGGGG"])
-    packed = pack_one_hot(onehot)
-    assert packed.dtype == np.uint8 and packed.shape == (2, 4)  # L / 2 bytes
-    assert packed[0, 0] == 0b10000100  # A = 1000, C = 0100, big bit order
-    np.testing.assert_array_equal(unpack(packed, 8), onehot)
 
 
 @pytest.fixture
@@ -101,24 +85,3 @@ def test_shards_cost_half_a_byte_per_base_plus_little(small_fasta, tmp_path):
     size = sum((tmp_path / "big" / s["path"]).stat().st_size for s in manifest["shards"])
     per_pair = 1 + 8 + 8  # label uint8, pair_id and distance int64
     assert size <= bases / 2 + per_pair * len(windows) + 1024  # half a byte a base, a header of under 1 kB a shard
-
-
-def test_fast_packing_equals_the_defined_layout():
-    rng = np.random.default_rng(0)
-    codes = np.frombuffer(b"ACGTNacgtRY-", np.uint8)[rng.integers(0, 12, (50, 64))]
-    from epiformer.data.encode import pack_codes
-
-    np.testing.assert_array_equal(pack_codes(codes), pack_one_hot(one_hot(codes)))
-
-
-def test_written_bases_equal_packing_the_changed_sequences():
-    """Both nibbles of one byte in one call (an MNV), N and the last base of a row included."""
-    rng = np.random.default_rng(3)
-    codes = rng.choice(np.frombuffer(b"ACGTN", dtype=np.uint8), (6, 20))
-    packed = pack_codes(codes)
-    rows, positions = np.array([0, 0, 0, 2, 5, 5]), np.array([4, 5, 19, 0, 10, 11])
-    bases = np.frombuffer(b"TGNCAa", dtype=np.uint8)
-    changed = codes.copy()
-    changed[rows, positions] = bases
-    write_bases(packed, rows, positions, bases)
-    np.testing.assert_array_equal(packed, pack_one_hot(one_hot(changed)))

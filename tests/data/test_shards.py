@@ -1,23 +1,9 @@
 import numpy as np
 import pytest
 
-from epiformer.data.encode import encode_shards, one_hot
-from epiformer.data.shards import ShardError, crop, load_split, reverse_complement
+from epiformer.data.encode import encode_shards
+from epiformer.data.shards import ShardError, load_split
 from tests.helpers import flip_a_byte
-
-
-def test_crop_takes_each_row_at_its_own_shift():
-    onehot = one_hot([b"ACGTACGTAC", b"TTGGCCAATT"])
-    out = crop(onehot, flank=2, shifts=np.array([-2, 1]))
-    np.testing.assert_array_equal(out[0], one_hot([b"ACGTAC"])[0])
-    np.testing.assert_array_equal(out[1], one_hot([b"GCCAAT"])[0])
-
-
-def test_reverse_complement_flips_only_selected_rows():
-    onehot = one_hot([b"AACG", b"AACG"])
-    out = reverse_complement(onehot, np.array([True, False]))
-    np.testing.assert_array_equal(out[0], one_hot([b"CGTT"])[0])
-    np.testing.assert_array_equal(out[1], onehot[1])
 
 
 def test_a_corrupt_or_missing_shard_is_named(small_shards):

@@ -9,12 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from epiformer.data.encode import encode_shards, one_hot
+from epiformer.data.encode import encode_shards
 from epiformer.data.genome import GenomeError
 from epiformer.data.pairs import PairsError
-from epiformer.data.shards import load_split, unpack
+from epiformer.data.shards import load_split
 from epiformer.data.splits import SplitError, SplitSpec
 from epiformer.data.windows import WindowSpec, build_windows, make_windows, place_windows
+from epiformer.sequence.onehot import one_hot, unpack
 from tests.helpers import bedtools_getfasta, pairs_frame, require_bedtools
 
 

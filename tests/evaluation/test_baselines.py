@@ -7,7 +7,6 @@ import pytest
 import yaml
 from sklearn.metrics import average_precision_score, f1_score, matthews_corrcoef, roc_auc_score
 
-from epiformer.data.encode import one_hot
 from epiformer.data.genome import Genome
 from epiformer.data.shards import ShardError, load_split
 from epiformer.data.splits import SplitSpec
@@ -21,6 +20,7 @@ from epiformer.evaluation.baselines import (
     run_baseline,
 )
 from epiformer.io.files import read_windows
+from epiformer.sequence.onehot import one_hot
 from tests.helpers import REPO, snakemake, windows_and_shards
 
 BASELINES = ("distance", "kmer", "propensity")

@@ -12,11 +12,11 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from epiformer.data.encode import one_hot
 from epiformer.data.genome import Genome
 from epiformer.data.shards import load_split
 from epiformer.inference.devices import mixed_precision, select_device
 from epiformer.inference.trained_model import ModelError, load_trained_model, predict_split
+from epiformer.sequence.onehot import one_hot
 
 
 def test_the_trained_weights_load_into_the_model_model_json_describes(trained_cells, device):

@@ -11,7 +11,6 @@ from scipy.stats import spearmanr
 from epiformer.constants import ELEMENTS
 from epiformer.data.encode import encode_windows
 from epiformer.data.genome import Genome
-from epiformer.data.shards import unpack
 from epiformer.inference.trained_model import load_trained_model
 from epiformer.interpret.attribution_store import read_attributions, write_attributions
 from epiformer.interpret.attributions import (
@@ -32,6 +31,7 @@ from epiformer.io.files import read_windows
 from epiformer.model.configs import ModelConfig
 from epiformer.model.transformer import EPITransformer
 from epiformer.sequence.motifs import bundled_jaspar_path, read_jaspar
+from epiformer.sequence.onehot import unpack
 from tests.helpers import TINY_MODEL
 
 

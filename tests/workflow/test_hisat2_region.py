@@ -15,10 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from epiformer.data.encode import encode_element, one_hot, pack_one_hot
+from epiformer.data.encode import encode_element
 from epiformer.data.genome import Genome
 from epiformer.data.pairs import PairsError, read_pairs
 from epiformer.data.windows import WindowSpec, make_windows
+from epiformer.sequence.onehot import one_hot, pack_one_hot
 from epiformer.synthetic.fragment_genome import build_fragment_genome
 from tests.helpers import REPO, bedtools_getfasta, require_bedtools
 

@@ -19,7 +19,8 @@ import numpy as np
 import torch
 
 from epiformer.constants import ELEMENTS, SEGMENT_IDS
-from epiformer.data.shards import ShardSet, SpanShardSet, crop, reverse_complement, unpack
+from epiformer.data.shards import ShardSet, SpanShardSet
+from epiformer.sequence.onehot import crop, reverse_complement, unpack
 
 
 def check_shift(max_shift: int, flank: int) -> None:

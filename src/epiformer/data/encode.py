@@ -3,11 +3,10 @@
 Stored layout (the one place it is defined; `epiformer.data.shards` reads it back):
 `results/{cell}/shards/{split}/shard-NNNNN.safetensors` with at most `shard_size` pairs:
 
-- `enhancer`, `promoter`: uint8 [N, L/2]. For each pair, the one-hot [L, 4] matrix
-  (channels A, C, G, T; N is all zeros) flattened row-major to 4*L bits and packed with
-  `numpy.packbits(..., bitorder="big")`. L = window width + 2 * flank; the flank bases on
-  each side let training shift windows without re-reading the genome; bases past a
-  chromosome end are N. Sequence is the reference + strand.
+- `enhancer`, `promoter`: uint8 [N, L/2], each window's one-hot packed as
+  `epiformer.sequence.onehot` defines it (4 bits a base). L = window width + 2 * flank; the
+  flank bases on each side let training shift windows without re-reading the genome; bases
+  past a chromosome end are N. Sequence is the reference + strand.
 - `label`: uint8 [N]; `pair_id`: int64 [N]; `distance`: int64 [N], bp between the two
   window centres as in windows.tsv (-1 for a pair across chromosomes), for models that
   are given the pair's genomic distance.
@@ -36,65 +35,7 @@ from epiformer.constants import ALPHABET, ELEMENTS, SHARD_FORMAT
 from epiformer.data.genome import Genome
 from epiformer.io.files import atomic_write, atomic_write_text, sha256_file
 from epiformer.io.runlog import progress
-
-ONE_HOT_TABLE = np.zeros((256, 4), dtype=np.uint8)
-for _channel, _base in enumerate(ALPHABET):
-    ONE_HOT_TABLE[ord(_base), _channel] = 1
-    ONE_HOT_TABLE[ord(_base.lower()), _channel] = 1
-
-
-def one_hot(sequences: list[bytes] | np.ndarray) -> np.ndarray:
-    """uint8 [N, L, 4] one-hot of equal-length ASCII sequences (or uint8 [N, L] codes), by table lookup."""
-    if isinstance(sequences, np.ndarray):
-        return ONE_HOT_TABLE[sequences]
-    codes = np.frombuffer(b"".join(sequences), dtype=np.uint8).reshape(len(sequences), -1)
-    return ONE_HOT_TABLE[codes]
-
-
-def pack_one_hot(onehot: np.ndarray) -> np.ndarray:
-    """uint8 [N, L, 4] one-hot -> uint8 [N, L/2] bit-packed (row-major, big bit order)."""
-    return np.packbits(onehot.reshape(len(onehot), -1), axis=1, bitorder="big")
-
-
-# The 4 packed bits of each ASCII code: A -> 0b1000, C -> 0b0100, G -> 0b0010, T -> 0b0001, others 0.
-BASE_NIBBLE = np.packbits(ONE_HOT_TABLE, axis=1, bitorder="big")[:, 0] >> 4
-
-
-def _pair_table() -> np.ndarray:
-    """Packed byte of every two-base pair, indexed by the pair read as one little-endian uint16."""
-    first, second = np.meshgrid(np.arange(256), np.arange(256), indexing="ij")
-    table = np.zeros(65536, dtype=np.uint8)
-    table[first + 256 * second] = (BASE_NIBBLE[first] << 4) | BASE_NIBBLE[second]
-    return table
-
-
-PAIR_TABLE = _pair_table()
-
-
-def write_bases(packed: np.ndarray, rows: np.ndarray, positions: np.ndarray, codes: np.ndarray) -> None:
-    """Set base `positions[i]` of row `rows[i]` of `packed` (uint8 [N, L/2]) to ASCII code `codes[i]`, in place.
-
-    Base 2k sits in the high nibble of byte k, base 2k + 1 in the low one; the result equals
-    packing the changed sequences anew (tested). A (row, position) may appear only once.
-    """
-    rows, positions = np.asarray(rows, dtype=np.int64), np.asarray(positions, dtype=np.int64)
-    nibbles = BASE_NIBBLE[np.asarray(codes, dtype=np.uint8)]
-    # High and low nibbles apart: two bases of one byte, set in one assignment, would overwrite each other.
-    for high in (True, False):
-        chosen = (positions % 2 == 0) == high
-        r, byte, nibble = rows[chosen], positions[chosen] // 2, nibbles[chosen]
-        kept = packed[r, byte] & (0x0F if high else 0xF0)
-        packed[r, byte] = kept | (nibble << 4 if high else nibble)
-
-
-def pack_codes(codes: np.ndarray) -> np.ndarray:
-    """uint8 [N, L] ASCII bases -> uint8 [N, L/2], equal to pack_one_hot(one_hot(codes)).
-
-    One table lookup per two bases, without materialising the [N, L, 4] one-hot: the
-    shard layout is defined by pack_one_hot, this is its fast path (tested equal).
-    """
-    pairs = np.ascontiguousarray(codes).view("<u2")  # (N, L/2): first base in the low byte
-    return PAIR_TABLE[pairs]
+from epiformer.sequence.onehot import pack_codes
 
 
 def encode_element(genome: Genome, chroms, starts, ends, flank: int) -> np.ndarray:

@@ -20,6 +20,7 @@ import numpy as np
 
 from epiformer.constants import ELEMENTS, SHARD_FORMAT, SPAN_SHARD_FORMAT, SPAN_SHARDS, WINDOW_SHARDS
 from epiformer.io.files import sha256_file
+from epiformer.sequence.onehot import unpack
 
 SAFETENSORS_DTYPES = {"U8": np.uint8, "I64": np.int64}
 
@@ -323,7 +324,8 @@ class SpanShardSet:
 
     def onehot(self, row: int) -> np.ndarray:
         """uint8 [L, 4]: pair `row` unpacked (channels A, C, G, T; N all zeros), padding trimmed."""
-        return np.unpackbits(self.packed(row), bitorder="big").reshape(-1, 4)[: self.lengths[row]]
+        packed = self.packed(row)
+        return unpack(packed[None], 2 * len(packed))[0, : self.lengths[row]]  # an odd length: one pad base
 
 
 def load_split(shard_dir: str | Path | list, split: str, verify: bool = True):
@@ -339,22 +341,3 @@ def load_split(shard_dir: str | Path | list, split: str, verify: bool = True):
             "train span models per cell line (pooled: false)."
         )
     return ShardSet(shard_dir, split, verify)
-
-
-def unpack(packed: np.ndarray, length: int) -> np.ndarray:
-    """uint8 [B, L/2] -> uint8 [B, L, 4] one-hot."""
-    return np.unpackbits(packed, axis=1, bitorder="big").reshape(len(packed), length, 4)
-
-
-def crop(onehot: np.ndarray, flank: int, shifts: np.ndarray) -> np.ndarray:
-    """[B, L, 4] -> [B, L - 2 * flank, 4], each row starting at flank + its shift."""
-    width = onehot.shape[1] - 2 * flank
-    index = (flank + shifts)[:, None] + np.arange(width)[None, :]  # (B, W)
-    return onehot[np.arange(len(onehot))[:, None], index]  # (B, W, 4)
-
-
-def reverse_complement(onehot: np.ndarray, flip: np.ndarray) -> np.ndarray:
-    """Reverse-complement the rows where `flip`; with channels A, C, G, T, complement is a channel flip."""
-    out = onehot.copy()
-    out[flip] = onehot[flip, ::-1, ::-1]
-    return out

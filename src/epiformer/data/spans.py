@@ -30,7 +30,7 @@ Stored layout (`{split}/shard-NNNNN.safetensors`, at most `shard_size` pairs, N 
 
 - `bases`: uint8 [total_bytes]. For each pair, the bases `[span_start - flank, span_end +
   flank)` (L = span length + 2 * flank), one-hot [L, 4] (A, C, G, T; N all zeros) packed
-  exactly as `encode.pack_one_hot` packs a window (4 bits a base, big bit order). An odd L
+  exactly as `sequence.onehot` packs a window (4 bits a base, big bit order). An odd L
   gets one all-zero nibble of padding, so every pair starts on a byte boundary; the pairs'
   bytes are concatenated in row order.
 - `offsets`: int64 [N + 1], byte offsets of each pair in `bases` (`offsets[0] == 0`,
@@ -61,7 +61,6 @@ from epiformer import __version__
 from epiformer.constants import ALPHABET, SPAN_SHARD_FORMAT, SPAN_SHARDS
 from epiformer.data.encode import (
     ShardJob,
-    pack_codes,
     split_record,
     window_spec_of,
     write_shard,
@@ -69,6 +68,7 @@ from epiformer.data.encode import (
 )
 from epiformer.data.genome import Genome, N
 from epiformer.io.files import atomic_write_text
+from epiformer.sequence.onehot import pack_codes
 
 SPAN_COLUMNS = ["pair_id", "chrom", "span_start", "span_end", "first_end", "second_start", "enhancer_first", "distance"]
 

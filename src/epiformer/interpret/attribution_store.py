@@ -3,7 +3,7 @@
 Tensors, N explained pairs in the order they were chosen (best score first):
 - `pair_id` int64 [N], `score` float32 [N] (the model's predicted probability);
 - `{enhancer,promoter}_sequence` uint8 [N, L/2]: the windows' one-hot, packed as in the shards
-  (4 bits a base, `shards.unpack`);
+  (4 bits a base, `sequence.onehot.unpack`);
 - `{enhancer,promoter}_hypothetical` float16 [N, L, 4]: hypothetical contributions to the logit
   (`epiformer.interpret.attributions`), channels A, C, G, T.
 
@@ -40,7 +40,7 @@ def read_attributions(path: str | Path) -> dict[str, np.ndarray]:
     """The file's tensors, with each element's one-hot windows unpacked as `{element}_onehot` uint8 [N, L, 4]."""
     from safetensors.numpy import load_file
 
-    from epiformer.data.shards import unpack
+    from epiformer.sequence.onehot import unpack
 
     tensors = load_file(str(path))
     for element in ELEMENTS:

@@ -306,7 +306,7 @@ def explain_model(
 
 def unpack_windows(packed: np.ndarray, pairs: pd.DataFrame, element: str) -> np.ndarray:
     """uint8 [N, L/2] packed windows -> float32 one-hot [N, L, 4]; L from the windows' coordinates."""
-    from epiformer.data.shards import unpack
+    from epiformer.sequence.onehot import unpack
 
     width = int((pairs[f"{element}_end"] - pairs[f"{element}_start"]).iloc[0])
     return unpack(packed, width).astype(np.float32)

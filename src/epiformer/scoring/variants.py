@@ -37,7 +37,6 @@ import torch
 
 from epiformer.constants import ALPHABET, ELEMENTS, WINDOW_FIELDS
 from epiformer.data.chromosomes import flip_chr
-from epiformer.data.encode import write_bases
 from epiformer.data.genome import Genome
 from epiformer.data.shards import PackedPairs
 from epiformer.data.windows import WindowSpec, place_pair_windows, place_windows
@@ -55,6 +54,7 @@ from epiformer.scoring.new_pairs import (
     read_pairs_to_score,
     unscored_path_for,
 )
+from epiformer.sequence.onehot import write_bases
 
 log = logging.getLogger(__name__)
 VARIANT_COLUMNS = ["pair_id", "chrom", "pos", "ref", "alt", "element", "ref_score", "alt_score", "delta", "id", "line"]
