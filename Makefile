@@ -57,7 +57,8 @@ real-random: setup bedtools
 	cd $(RANDOM_RUN) && ../../$(BIN)/snakemake -s ../../Snakefile --cores $(CORES) \
 	  $(foreach cell,$(RANDOM_CELLS),$(foreach model,$(RANDOM_MODELS),results/$(cell)/$(model)/metrics.json)) \
 	  --configfile config/targetfinder.yaml config/targetfinder_random.yaml
-	@echo "Done: $(RANDOM_RUN)/results/{cell}/{model}/metrics.json"
+	$(BIN)/epiformer summary $(RANDOM_RUN)/results --models $(RANDOM_MODELS)
+	@echo "Done: $(RANDOM_RUN)/results/summary.md and {cell}/{model}/metrics.json"
 
 test: setup bedtools
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -1,18 +1,24 @@
 """Write the tables of a docs/results page from a run's own result files.
 
     python docs/results/write_tables.py PAGE RESULTS_DIR   # e.g. demo results/
-    python docs/results/write_tables.py PAGE               # again, from the copies kept in docs/results/runs/PAGE/
+    python docs/results/write_tables.py PAGE RESULTS_DIR --run RUN   # a page's second run, e.g. real_random
+    python docs/results/write_tables.py PAGE               # again, from the copies kept in docs/results/runs/
 
-The run's `summary.tsv` and `paired_comparison.tsv` are copied to docs/results/runs/PAGE/, so
-that every published number can be recomputed from a file in the repository; each table of
-PAGE.md between `<!-- generated:NAME -->` and `<!-- end generated:NAME -->` is then written
-anew from those copies. Tables:
+The run's `summary.tsv`, `paired_comparison.tsv` (and `breakdown.tsv`, and each model's
+`motifs.tsv` as `{cell}.{model}.motifs.tsv`, when present) are copied to
+docs/results/runs/RUN/ (RUN: the page's name unless given), so that every published number
+can be recomputed from a file in the repository; each table of PAGE.md between
+`<!-- generated:NAME -->` and `<!-- end generated:NAME -->` is then written anew from the
+copies of runs/PAGE/, and each between `<!-- generated:NAME:RUN -->` and
+`<!-- end generated:NAME:RUN -->` from those of runs/RUN/. Tables:
 - `auroc`: test AUROC, one row per cell line, one column per model and baseline (bold: a
   linear-attention model at least as good as the better of the distance and k-mer baselines);
 - `cost`: per model, what it reads, test AUROC (95% CI), epochs trained, training time, peak memory;
 - `summary`: the run's own summary.md (every metric, interval and paired difference);
 - `breakdown` (the long demo): each model's test AUROC split by what it must tell apart, from
-  `python benchmarks/long_demo_breakdown.py --out RESULTS_DIR/breakdown.tsv`.
+  `python benchmarks/long_demo_breakdown.py --out RESULTS_DIR/breakdown.tsv`;
+- `paired`: the paired differences PAIRED_SHOWN names for the page, one row per cell line;
+- `motifs` (after `make explain`): the top MOTIF_RANKS motifs of M7 (`linear`) per cell line.
 """
 
 from __future__ import annotations
@@ -30,6 +36,11 @@ from epiformer.evaluation.summary import to_markdown
 PAGES = Path(__file__).resolve().parent
 RUN_FILES = ("summary.tsv", "paired_comparison.tsv", "breakdown.tsv")
 BASELINE_NAMES = {"distance": "distance", "kmer": "k-mer", "propensity": "propensity"}
+# The (model, baseline) differences a page's `paired` table shows, in its column order.
+PAIRED_SHOWN = {
+    "real": [("linear_pooled_distance", "distance"), ("linear_pooled_distance", "kmer"), ("linear_pooled", "kmer")],
+}
+MOTIF_RANKS = 5
 
 
 def auroc_table(summary: pd.DataFrame) -> str:
@@ -89,11 +100,53 @@ def breakdown_table(run: Path) -> str:
     return "\n".join(lines)
 
 
+def paired_table(paired: pd.DataFrame, shown: list[tuple[str, str]]) -> str:
+    """Test AUROC differences (model minus baseline, [95% paired bootstrap interval]) by cell line."""
+    auroc = paired[paired["metric"] == "auroc"].set_index(["cell_line", "model", "baseline"])
+    header = ["cell line"] + [f"{model} vs {BASELINE_NAMES.get(baseline, baseline)}" for model, baseline in shown]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for cell in dict.fromkeys(paired["cell_line"]):
+        cells = [cell]
+        for model, baseline in shown:
+            row = auroc.loc[(cell, model, baseline)]
+            cells.append(f"{row['difference']:+.3f} [{row['lo']:+.3f}, {row['hi']:+.3f}]")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def motifs_table(run: Path, model: str = "linear") -> str:
+    """The top MOTIF_RANKS motifs of `model` per cell line: name (sign, Tomtom q-value)."""
+    files = sorted(run.glob(f"*.{model}.motifs.tsv"))
+    if not files:
+        raise SystemExit(f"{run} has no *.{model}.motifs.tsv: give a results/ folder after `make explain`.")
+    tables = {path.name.split(".")[0]: pd.read_csv(path, sep="\t") for path in files}
+    lines = ["| rank | " + " | ".join(tables) + " |", "|---|" + "---|" * len(tables)]
+    for rank in range(1, MOTIF_RANKS + 1):
+        cells = [str(rank)]
+        for table in tables.values():
+            row = table[table["rank"] == rank]
+            if row.empty:
+                cells.append("")
+                continue
+            row = row.iloc[0]
+            sign = "+" if row["sign"] == "+" else "−"
+            cells.append(f"{row['motif']} ({sign}, q {_q_value(row['q_value'])})")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _q_value(q: float) -> str:
+    if q >= 1e-3:
+        return f"{q:.2g}"
+    mantissa, exponent = f"{q:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
 def summary_tables(summary: pd.DataFrame, paired: pd.DataFrame | None) -> str:
     return to_markdown(summary, paired).strip()
 
 
-def render(name: str, run: Path) -> str:
+def render(name: str, run: Path, page: str) -> str:
     summary = pd.read_csv(run / "summary.tsv", sep="\t")
     paired_path = run / "paired_comparison.tsv"
     paired = pd.read_csv(paired_path, sep="\t") if paired_path.exists() else None
@@ -102,30 +155,39 @@ def render(name: str, run: Path) -> str:
         "cost": cost_table,
         "summary": lambda s: summary_tables(s, paired),
         "breakdown": lambda s: breakdown_table(run),
+        "paired": lambda s: paired_table(paired, PAIRED_SHOWN[page]),
+        "motifs": lambda s: motifs_table(run),
     }
     if name not in tables:
         raise SystemExit(f"unknown table {name!r}: one of {', '.join(tables)}")
     return tables[name](summary)
 
 
-def write_page(page: str, results: Path | None) -> list[str]:
-    """Copy the run's files (when given), then rewrite every generated table of PAGE.md; returns their names."""
-    saved = PAGES / "runs" / page
+def save_run(results: Path, saved: Path) -> None:
+    """Copy a run's result files (RUN_FILES and each model's motifs.tsv) to `saved`."""
+    if not (results / "summary.tsv").is_file():
+        raise SystemExit(f"{results} has no summary.tsv: give a run's results/ folder.")
+    saved.mkdir(parents=True, exist_ok=True)
+    for name in RUN_FILES:
+        if (results / name).is_file():
+            shutil.copyfile(results / name, saved / name)
+    for motifs in results.glob("*/*/motifs.tsv"):
+        shutil.copyfile(motifs, saved / f"{motifs.parent.parent.name}.{motifs.parent.name}.motifs.tsv")
+
+
+def write_page(page: str, results: Path | None, run: str | None = None) -> list[str]:
+    """Copy the run's files (if given) to runs/RUN, then rewrite PAGE.md's generated tables; returns their names."""
     if results is not None:
-        missing = [name for name in RUN_FILES[:1] if not (results / name).is_file()]
-        if missing:
-            raise SystemExit(f"{results} has no {', '.join(missing)}: give a run's results/ folder.")
-        saved.mkdir(parents=True, exist_ok=True)
-        for name in RUN_FILES:
-            if (results / name).is_file():
-                shutil.copyfile(results / name, saved / name)
+        save_run(results, PAGES / "runs" / (run or page))
     markdown = PAGES / f"{page}.md"
     text = markdown.read_text()
-    pattern = re.compile(r"(<!-- generated:(\w+) -->\n).*?(<!-- end generated:\2 -->)", re.S)
-    names = [match.group(2) for match in pattern.finditer(text)]
+    pattern = re.compile(r"(<!-- generated:(\w+)(?::(\w+))? -->\n).*?(<!-- end generated:\2(?::\3)? -->)", re.S)
+    names = [match.group(2) + (f":{match.group(3)}" if match.group(3) else "") for match in pattern.finditer(text)]
     if not names:
         raise SystemExit(f"{markdown} has no <!-- generated:NAME --> ... <!-- end generated:NAME --> block.")
-    text = pattern.sub(lambda m: m.group(1) + render(m.group(2), saved) + "\n" + m.group(3), text)
+    text = pattern.sub(
+        lambda m: m.group(1) + render(m.group(2), PAGES / "runs" / (m.group(3) or page), page) + "\n" + m.group(4), text
+    )
     markdown.write_text(text)
     return names
 
@@ -134,8 +196,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("page", help="the page's name: demo, demo_long or real")
     parser.add_argument("results", nargs="?", type=Path, help="a run's results/ folder (default: the saved copies)")
+    parser.add_argument(
+        "--run", help="where under docs/results/runs/ to keep the run's files (default: the page's name)"
+    )
     args = parser.parse_args(argv)
-    names = write_page(args.page, args.results)
+    names = write_page(args.page, args.results, args.run)
     print(f"docs/results/{args.page}.md: wrote {', '.join(names)}", file=sys.stderr)
 
 

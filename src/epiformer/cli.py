@@ -3,7 +3,9 @@
 `epiformer predict` scores new enhancer-promoter pairs with a trained model (see
 `epiformer.scoring.predict` and docs/predict.md); `epiformer variants` scores the effect of VCF
 variants in those pairs' windows (`epiformer.scoring.variants`, docs/variants.md); `epiformer tracks`
-turns scores into genome browser tracks (`epiformer.scoring.tracks`, docs/tracks.md). Each
+turns scores into genome browser tracks (`epiformer.scoring.tracks`, docs/tracks.md);
+`epiformer summary` writes the summary of a run of some of the config's models
+(`epiformer.evaluation.summary`). Each
 subcommand is one `add_*` function that declares its arguments and sets `run`, the
 function that carries it out (given the parsed arguments and the subcommand's parser, for
 usage errors); heavy imports (torch) wait until a command runs, so `epiformer --help`
@@ -292,6 +294,51 @@ def run_tracks(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     return 0
 
 
+def add_summary(commands) -> None:
+    parser = commands.add_parser(
+        "summary",
+        help="write summary.tsv of a results folder that holds some of the config's models",
+        description="Write summary.tsv, summary.md and paired_comparison.tsv (as the workflow's summary rule does)\n"
+        "from the {cell}/{model}/metrics.json and predictions.tsv a results folder holds: for a run of some\n"
+        "of the config's models, such as `make real-random`. Oracle columns stay empty (no truth table).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "results", metavar="RESULTS", help="a workflow's results/ folder; the files are written into it"
+    )
+    parser.add_argument(
+        "--models", nargs="+", metavar="NAME", help="the models and baselines to include, in this order (default: all)"
+    )
+    parser.add_argument(
+        "--bootstrap", type=positive_int, default=1000, help="paired bootstrap resamples (default: %(default)s)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default: %(default)s)")
+    parser.set_defaults(run=run_summary, command_parser=parser)
+
+
+def run_summary(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from pathlib import Path
+
+    from epiformer.evaluation.summary import ResultsError, results_in_folder, write_summary
+
+    folder = Path(args.results)
+    try:
+        results = results_in_folder(folder, args.models)
+    except ResultsError as error:
+        log.error("%s", error)
+        return 1
+    write_summary(
+        results,
+        folder / "summary.tsv",
+        folder / "summary.md",
+        paired_path=folder / "paired_comparison.tsv",
+        resamples=args.bootstrap,
+        seed=args.seed,
+    )
+    log.info("%s: summary.tsv, summary.md, paired_comparison.tsv of %d results", folder, len(results))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="epiformer",
@@ -304,6 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_predict(commands)
     add_variants(commands)
     add_tracks(commands)
+    add_summary(commands)
     return parser
 
 

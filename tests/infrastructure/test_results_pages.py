@@ -11,7 +11,8 @@ import pytest
 from tests.helpers import REPO
 
 PAGES = REPO / "docs" / "results"
-BLOCK = re.compile(r"<!-- generated:(\w+) -->\n(.*?)<!-- end generated:\1 -->", re.S)
+# <!-- generated:NAME --> (from runs/PAGE/) or <!-- generated:NAME:RUN --> (from runs/RUN/)
+BLOCK = re.compile(r"<!-- generated:(\w+)(?::(\w+))? -->\n(.*?)<!-- end generated:\1(?::\2)? -->", re.S)
 
 
 def load_writer():
@@ -31,10 +32,10 @@ def test_some_page_publishes_generated_tables():
 @pytest.mark.parametrize("page", GENERATED)
 def test_every_generated_table_equals_what_the_saved_run_files_give(page):
     writer = load_writer()
-    run = PAGES / "runs" / page
-    assert (run / "summary.tsv").is_file(), f"docs/results/runs/{page}/summary.tsv is missing"
-    for name, published in BLOCK.findall((PAGES / f"{page}.md").read_text()):
-        assert published.strip() == writer.render(name, run).strip(), f"{page}.md table {name} is stale"
+    for name, run_name, published in BLOCK.findall((PAGES / f"{page}.md").read_text()):
+        run = PAGES / "runs" / (run_name or page)
+        assert (run / "summary.tsv").is_file(), f"docs/results/runs/{run.name}/summary.tsv is missing"
+        assert published.strip() == writer.render(name, run, page).strip(), f"{page}.md table {name} is stale"
 
 
 def test_the_auroc_table_reads_the_summary_and_bolds_linear_models_at_the_better_baseline(tmp_path):
@@ -54,3 +55,32 @@ def test_the_auroc_table_reads_the_summary_and_bolds_linear_models_at_the_better
     assert table[0] == "| cell line (test pairs, positives) | linear | softmax | distance | k-mer |"
     assert table[2] == "| c1 (100, 30) | **0.700** | 0.800 | 0.690 | 0.650 |"  # softmax is never bold
     assert table[3] == "| c2 (50, 10) | 0.600 | 0.550 | 0.500 | 0.610 |"  # below k-mer: not bold
+
+
+def test_the_paired_table_shows_the_named_differences_with_their_intervals():
+    writer = load_writer()
+    paired = pd.DataFrame(
+        [
+            ("c1", "m", "kmer", "auroc", 0.05, -0.01, 0.11),
+            ("c1", "m", "kmer", "auprc", 0.5, 0.4, 0.6),
+            ("c2", "m", "kmer", "auroc", -0.2, -0.3, -0.1),
+        ],
+        columns=["cell_line", "model", "baseline", "metric", "difference", "lo", "hi"],
+    )
+    table = writer.paired_table(paired, [("m", "kmer")]).splitlines()
+    assert table[0] == "| cell line | m vs k-mer |"
+    assert table[2:] == ["| c1 | +0.050 [-0.010, +0.110] |", "| c2 | -0.200 [-0.300, -0.100] |"]
+
+
+def test_the_motif_table_lists_each_cell_lines_top_motifs_with_sign_and_q_value(tmp_path):
+    writer = load_writer()
+    for cell, rows in {
+        "a": [(2, "SP1", "-", 0.025), (1, "GATA1", "+", 1.2e-4)],
+        "b": [(1, "YY1", "+", 2e-8)],
+    }.items():
+        frame = pd.DataFrame(rows, columns=["rank", "motif", "sign", "q_value"])
+        frame.to_csv(tmp_path / f"{cell}.linear.motifs.tsv", sep="\t", index=False)
+    table = writer.motifs_table(tmp_path).splitlines()
+    assert table[0] == "| rank | a | b |"
+    assert table[2] == "| 1 | GATA1 (+, q 1e-4) | YY1 (+, q 2e-8) |"
+    assert table[3] == "| 2 | SP1 (−, q 0.025) |  |"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -74,6 +75,29 @@ def test_the_summary_shows_pooled_and_distance_models_beside_the_sequence_only_o
     description = json.loads((pooled_run / "results" / "pooled" / "linear_pooled" / "model.json").read_text())
     assert description["trained_on"] == [f"results/{cell}/shards" for cell in CELLS]
     assert {"auroc_diff_distance", "auroc_diff_distance_lo", "auroc_diff_distance_hi"} <= set(summary.columns)
+
+
+def test_epiformer_summary_of_some_models_equals_the_workflows_rows_for_them(pooled_run, tmp_path):
+    # As `make real-random` runs some of the config's models: the summary of what the folder holds.
+    results = tmp_path / "results"
+    for cell in CELLS:
+        for name in ("linear_pooled_distance", "distance"):
+            shutil.copytree(pooled_run / "results" / cell / name, results / cell / name)
+    shutil.copytree(
+        pooled_run / "results" / "pooled" / "linear_pooled_distance", results / "pooled" / "linear_pooled_distance"
+    )
+    bootstrap = str(pooled_config(POOLED)["evaluate"]["bootstrap"])  # the workflow's, for the same intervals
+    command = [sys.executable, "-m", "epiformer.cli", "summary", str(results), "--bootstrap", bootstrap, "--models"]
+    subprocess.run([*command, "linear_pooled_distance", "distance"], check=True, capture_output=True)
+    ours = pd.read_csv(results / "summary.tsv", sep="\t")
+    workflow = pd.read_csv(pooled_run / "results" / "summary.tsv", sep="\t")
+    workflow = workflow[workflow["model"].isin(["linear_pooled_distance", "distance"])].reset_index(drop=True)
+    assert list(ours["kind"]) == ["transformer", "baseline"] * len(CELLS)
+    truth = ["oracle_auroc", "element_ceiling_auroc"]  # the workflow reads the demo's truth table; the command none
+    assert ours[truth].isna().all().all()
+    pd.testing.assert_frame_equal(ours.drop(columns=truth), workflow.drop(columns=truth))
+    missing = subprocess.run([*command, "linear"], capture_output=True, text=True)
+    assert missing.returncode == 1 and "no evaluated linear" in missing.stderr
 
 
 def test_predict_gives_a_distance_aware_model_the_distance_of_each_pair(pooled_run, tmp_path):

@@ -243,6 +243,53 @@ def write_summary(
     return table
 
 
+class ResultsError(ValueError):
+    """A results folder that holds no evaluated model or baseline, or not the ones asked for."""
+
+
+def results_in_folder(results: Path, models: list[str] | None = None) -> list[ModelResult]:
+    """The evaluated results of a workflow's `results/` folder: every {cell}/{model}/metrics.json with its predictions.
+
+    For a run of some of the config's models (as `make real-random`), where the workflow's own
+    summary rule, which needs them all, did not run. A model is a result whose model.json is
+    beside it or, for a pooled model, in pooled/{model}/; the rest are baselines. Order: cell
+    lines by name, then `models` in the order given (default: models by name, then baselines
+    by name). No truth table is read (the oracle columns stay empty).
+    """
+    results = Path(results)
+    found = sorted(
+        path.parent for path in results.glob("*/*/metrics.json") if (path.parent / "predictions.tsv").is_file()
+    )
+    if not found:
+        raise ResultsError(
+            f"{results}: no {{cell}}/{{model}}/metrics.json with predictions.tsv beside it; "
+            "give a workflow's results/ folder."
+        )
+
+    def description(folder: Path) -> Path | None:
+        for candidate in (folder / "model.json", results / "pooled" / folder.name / "model.json"):
+            if candidate.is_file():
+                return candidate
+        return None
+
+    entries = [
+        ModelResult(
+            folder.parent.name, folder.name, folder / "metrics.json", description(folder), folder / "predictions.tsv"
+        )
+        for folder in found
+    ]
+    names = {entry.model for entry in entries}
+    if models is None:
+        trained = {entry.model for entry in entries if entry.description}
+        models = sorted(trained) + sorted(names - trained)
+    missing = [name for name in models if name not in names]
+    if missing:
+        raise ResultsError(f"{results}: no evaluated {', '.join(missing)} (found: {', '.join(sorted(names))}).")
+    rank = {name: position for position, name in enumerate(models)}
+    chosen = [entry for entry in entries if entry.model in rank]
+    return sorted(chosen, key=lambda entry: (entry.cell_line, rank[entry.model]))
+
+
 def to_markdown(table: pd.DataFrame, paired: pd.DataFrame | None = None) -> str:
     """summary.md: the summary table and, when given, the paired differences, as markdown."""
     lines = [
