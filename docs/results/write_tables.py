@@ -147,6 +147,8 @@ def summary_tables(summary: pd.DataFrame, paired: pd.DataFrame | None) -> str:
 
 
 def render(name: str, run: Path, page: str) -> str:
+    if not (run / "summary.tsv").is_file():
+        raise SystemExit(f"{run}/summary.tsv is missing: give that run's results/ folder (with --run {run.name}).")
     summary = pd.read_csv(run / "summary.tsv", sep="\t")
     paired_path = run / "paired_comparison.tsv"
     paired = pd.read_csv(paired_path, sep="\t") if paired_path.exists() else None
