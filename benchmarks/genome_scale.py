@@ -1,9 +1,11 @@
-"""A human-sized genome, plain against bgzip: build, index and the windows stage, time and peak memory.
+"""A human-sized genome, plain against bgzip: build, index, the genome store and the windows stage, time and memory.
 
 Builds the real-data genome (data/targetfinder: hg19's 24 chromosomes at true length, N except
 the TargetFinder contigs) as bgzip with `epiformer.synthetic.fragment_genome`, decompresses it to a plain
 3.1 GB FASTA in a temporary folder (deleted afterwards), then on each of the two files times
-indexing (`index_fasta`: pyfaidx for plain, htslib for bgzip) and the whole windows stage
+indexing (`index_fasta`: pyfaidx for plain, htslib for bgzip), building the genome store
+(`data.genome_store.build_store`: every base one-hot packed at 4 bits, once; its size is
+printed against the genome's bases at that packing) and the whole windows stage
 (`build_windows`: read pairs, place windows, N filter, chromosome split, bedtools audit,
 outputs) for each window width pair. Every step runs in a fresh process, one at a time; its
 wall time and peak resident memory (ru_maxrss of that process, from os.wait4) are printed
@@ -42,6 +44,11 @@ with gzip.open(sys.argv[1], "rb") as source, open(sys.argv[2], "wb") as target:
 import sys
 from epiformer.data.genome import index_fasta
 index_fasta(sys.argv[1])
+""",
+    "store": """
+import sys
+from epiformer.data.genome_store import build_store
+build_store(sys.argv[1], sys.argv[2])
 """,
     "windows": """
 import sys
@@ -91,6 +98,17 @@ def main() -> None:
         for index in folder.glob("hg19.fa.gz.*"):  # time htslib indexing too, not only our builder's indexes
             index.unlink()
         indexing = {name: run_step("index", path) for name, path in (("plain", plain), ("bgzip", bgzip))}
+        store = {
+            name: run_step("store", path, folder / f"store-{name}")
+            for name, path in (("plain", plain), ("bgzip", bgzip))
+        }
+        store_bytes = sum(path.stat().st_size for path in (folder / "store-plain").glob("chrom-*.u8"))
+        same_store = all(
+            path.read_bytes() == (folder / "store-bgzip" / path.name).read_bytes()
+            for path in sorted((folder / "store-plain").iterdir())
+            if path.suffix == ".u8"
+        )
+        bases = sum(int(line.split()[1]) for line in open(args.sizes) if line.strip())
         windows = {}
         for widths in args.widths:
             enhancer, promoter = widths.split(",")
@@ -105,11 +123,16 @@ def main() -> None:
         f"File size: plain {sizes['plain']:,.0f} MB, bgzip {sizes['bgzip']:,.1f} MB + .gzi {gzi:.2f} MB "
         f"({sizes['bgzip'] / sizes['plain']:.4f}x)"
     )
+    print(
+        f"Genome store: {store_bytes / 1e6:,.0f} MB for {bases / 1e9:.3f} Gb, {store_bytes / ((bases + 1) // 2):.4f}x "
+        f"the genome at 4 bits a base; built from plain and from bgzip: {'identical' if same_store else 'DIFFERENT'}"
+    )
     print(f"Pairs: {args.pairs}\n")
     print(f"{'step':<28} {'plain s':>9} {'peak MB':>9}   {'bgzip s':>9} {'peak MB':>9}   {'bgzip/plain time, memory'}")
     print(row("build bgzip genome", None, build))
     print(row("decompress to plain", decompress, None))
     print(row("index (.fai, + .gzi)", indexing["plain"], indexing["bgzip"]))
+    print(row("genome store", store["plain"], store["bgzip"]))
     for widths in args.widths:
         print(row(f"windows stage {widths.replace(',', '/')} bp", windows[widths, "plain"], windows[widths, "bgzip"]))
     print("\nPeak MB of a plain-genome run counts the pages of the memory-mapped FASTA it touched: page cache,")

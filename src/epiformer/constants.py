@@ -12,3 +12,4 @@ WINDOW_SHARDS, SPAN_SHARDS = "windows", "span"  # a manifest's `kind` (window ma
 SPAN_SHARD_FORMAT = (
     1  # ragged span shards (`epiformer.data.spans`, manifest kind "span"), versioned apart from SHARD_FORMAT
 )
+GENOME_STORE, GENOME_STORE_FORMAT = "genome", 1  # the genome encoded once (`epiformer.data.genome_store`): kind, format

@@ -1,0 +1,223 @@
+"""The genome encoded once: every chromosome's one-hot, bit-packed and memory-mapped (no PyTorch).
+
+Span input at real distances (25 kb to 2 Mb) cannot store each pair's span apart: the spans
+of TargetFinder's pairs cover the genome 25 times over. The store holds each base once, in
+the shards' packing (`sequence.onehot`: 4 bits a base, base 2k in the high nibble of byte k,
+N and every other code all zeros), and windows and spans are cut from it when batches are
+made, so its size is the genome's at that packing (half a byte a base) whatever the number
+of pairs, cell lines and models.
+
+Layout of a store folder:
+
+- `chrom-NNNNN.u8`, one per sequence of the FASTA index, in its order: the sequence's
+  bases `[0, length)` packed (ceil(length / 2) bytes; an odd length ends in a zero nibble).
+  Files are named by position, not by chromosome name, so any name a FASTA allows works.
+- `manifest.json`, written last and atomically: `format_version` (`GENOME_STORE_FORMAT`),
+  `kind: "genome"` (`GENOME_STORE`), `packing`, `block_bases` and, per sequence, `name`, `length`, `file`,
+  `bytes` and `blocks`: the SHA-256 of each run of `block_bases` bases (block_bases / 2
+  bytes; the last one shorter), so a corrupt block is named by chromosome and bases, and
+  the genome FASTA's name and index checksum it was built from.
+
+`build_store` writes the whole folder under a temporary name beside it and renames it into
+place at the end: a killed build leaves no store, only a `.partial` folder that the next
+build removes, and builds are deterministic (a rebuild gives identical bytes). `GenomeStore`
+maps the files read-only; memory stays flat however large the genome, since pages are read
+only where windows are cut.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from epiformer import __version__
+from epiformer.constants import GENOME_STORE, GENOME_STORE_FORMAT
+from epiformer.data.genome import Genome
+from epiformer.io.files import atomic_write_text
+from epiformer.sequence.onehot import pack_codes, unpack
+
+PACKING = "one-hot A,C,G,T (N all zeros), numpy.packbits bitorder=big: 4 bits a base, 2 bases a byte"
+# 16 Mb a block: 8 MB read and packed at a time while building, ~190 checksums for hg19.
+BLOCK_BASES = 1 << 24
+
+
+class GenomeStoreError(ValueError):
+    """A genome store that is missing, corrupt, or does not match its manifest."""
+
+
+@dataclass(frozen=True)
+class StoredSequence:
+    """One sequence of a store: its name, length in bases and packed file."""
+
+    name: str
+    length: int
+    path: Path
+
+
+def store_file(index: int) -> str:
+    return f"chrom-{index:05d}.u8"
+
+
+def _block_checksums(path: Path, block_bases: int) -> list[str]:
+    """SHA-256 of each block_bases / 2 bytes of a packed file."""
+    checksums = []
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(block_bases // 2), b""):
+            checksums.append(hashlib.sha256(block).hexdigest())
+    return checksums
+
+
+def _write_sequence(genome: Genome, name: str, length: int, path: Path, block_bases: int) -> None:
+    """Pack `name`'s bases into `path`, one block at a time (memory: a block's bases, not the chromosome's)."""
+    with open(path, "wb") as handle:
+        for start in range(0, length, block_bases):
+            end = min(start + block_bases, length)
+            # fetch_many pads with N past the end; an odd tail's padding base packs to a zero nibble.
+            codes = genome.fetch_many([name], [start], [start + (end - start + 1) // 2 * 2])
+            handle.write(pack_codes(codes)[0].tobytes())
+
+
+def build_store(fasta: str | Path, folder: str | Path, block_bases: int = BLOCK_BASES, progress=None) -> dict:
+    """Encode every sequence of `fasta` into a store at `folder` (module docstring); returns its manifest.
+
+    `progress(done_bases, total_bases)`, when given, is called after each sequence.
+    """
+    if block_bases <= 0 or block_bases % 2:
+        raise ValueError(f"block_bases must be a positive even number, got {block_bases}")
+    folder = Path(folder)
+    partial = folder.with_name(f"{folder.name}.partial")
+    shutil.rmtree(partial, ignore_errors=True)  # what a killed build left
+    partial.mkdir(parents=True)
+    with Genome(fasta) as genome:
+        total, done = sum(genome.sizes.values()), 0
+        sequences = []
+        for index, (name, length) in enumerate(genome.sizes.items()):
+            path = partial / store_file(index)
+            _write_sequence(genome, name, length, path, block_bases)
+            sequences.append(
+                {
+                    "name": name,
+                    "length": length,
+                    "file": path.name,
+                    "bytes": path.stat().st_size,
+                    "blocks": _block_checksums(path, block_bases),
+                }
+            )
+            done += length
+            if progress is not None:
+                progress(done, total)
+        manifest = {
+            "format_version": GENOME_STORE_FORMAT,
+            "kind": GENOME_STORE,
+            "packing": PACKING,
+            "block_bases": block_bases,
+            "bases": total,
+            "bytes": sum(sequence["bytes"] for sequence in sequences),
+            "sequences": sequences,
+            "genome": {"path": Path(fasta).name, "index_sha256": genome.index_sha256()},
+            "epiformer_version": __version__,
+        }
+    atomic_write_text(partial / "manifest.json", json.dumps(manifest, indent=1) + "\n")
+    if folder.exists():
+        shutil.rmtree(folder)
+    os.replace(partial, folder)
+    return manifest
+
+
+def read_store_manifest(folder: str | Path) -> dict:
+    """A store's manifest.json; GenomeStoreError naming the fix when it is missing or of another format."""
+    path = Path(folder) / "manifest.json"
+    if not path.is_file():
+        raise GenomeStoreError(f"{path} is missing: build the genome store (data.genome_store.build_store) again.")
+    manifest = json.loads(path.read_text())
+    if manifest.get("kind") != GENOME_STORE or manifest.get("format_version") != GENOME_STORE_FORMAT:
+        raise GenomeStoreError(
+            f"{path}: genome store format {manifest.get('format_version')} ({manifest.get('kind')}), this epiformer "
+            f"reads {GENOME_STORE_FORMAT}: delete {Path(folder)} and build it again."
+        )
+    return manifest
+
+
+class GenomeStore:
+    """Windows and spans cut from an encoded genome (module docstring), as packed rows or one-hot.
+
+    Opening checks every file's size against the manifest; `verify()` checks every block's
+    SHA-256 and names the first corrupt one. Not shared across processes: each opens its own.
+    """
+
+    def __init__(self, folder: str | Path):
+        self.folder = Path(folder)
+        self.manifest = read_store_manifest(self.folder)
+        self.block_bases = int(self.manifest["block_bases"])
+        self.sizes: dict[str, int] = {}
+        self._maps: dict[str, np.memmap] = {}
+        for entry in self.manifest["sequences"]:
+            path = self.folder / entry["file"]
+            size = path.stat().st_size if path.is_file() else None
+            if size != entry["bytes"] or entry["bytes"] != (entry["length"] + 1) // 2:
+                raise GenomeStoreError(
+                    f"{path}: {'missing' if size is None else f'{size:,} bytes'}, the manifest says "
+                    f"{entry['bytes']:,} for {entry['name']} ({entry['length']:,} bases): the store is damaged; "
+                    f"delete {self.folder} and build it again."
+                )
+            self.sizes[entry["name"]] = int(entry["length"])
+            if entry["bytes"]:
+                self._maps[entry["name"]] = np.memmap(path, dtype=np.uint8, mode="r")
+
+    def verify(self) -> None:
+        """Check every block's SHA-256; GenomeStoreError names the chromosome and bases of the first corrupt block."""
+        for entry in self.manifest["sequences"]:
+            actual = _block_checksums(self.folder / entry["file"], self.block_bases)
+            for number, (found, expected) in enumerate(zip(actual, entry["blocks"])):
+                if found != expected:
+                    start = number * self.block_bases
+                    end = min(start + self.block_bases, entry["length"])
+                    raise GenomeStoreError(
+                        f"{self.folder / entry['file']}: block {number} of {entry['name']} (bases {start:,}-{end:,}) "
+                        f"does not match its SHA-256 in the manifest: the store is corrupt; delete {self.folder} "
+                        "and build it again."
+                    )
+
+    def _nibbles(self, chrom: str, start: int, end: int) -> np.ndarray:
+        """uint8 [end - start] packed nibbles (one a base) of [start, end), zero (N) past either chromosome end."""
+        if chrom not in self.sizes:
+            raise GenomeStoreError(f"{chrom} is not in the genome store {self.folder} (built from another genome?).")
+        out = np.zeros(end - start, dtype=np.uint8)
+        inner_start, inner_end = max(start, 0), min(end, self.sizes[chrom])
+        if inner_start < inner_end:
+            data = self._maps[chrom][inner_start // 2 : (inner_end + 1) // 2]
+            nibbles = np.empty(2 * len(data), dtype=np.uint8)
+            nibbles[0::2], nibbles[1::2] = data >> 4, data & 0x0F
+            first = inner_start % 2
+            out[inner_start - start : inner_end - start] = nibbles[first : first + inner_end - inner_start]
+        return out
+
+    def packed(self, chrom: str, start: int, end: int) -> np.ndarray:
+        """uint8 [ceil(L / 2)]: bases [start, end) of `chrom` packed as in shards (an odd L ends in a zero nibble)."""
+        nibbles = self._nibbles(chrom, start, end)
+        if len(nibbles) % 2:
+            nibbles = np.append(nibbles, np.uint8(0))
+        return (nibbles[0::2] << 4) | nibbles[1::2]
+
+    def packed_windows(self, chroms, starts, ends) -> np.ndarray:
+        """uint8 [N, W / 2], windows of one even width W: pack_codes of Genome.fetch_many's bases (tested equal)."""
+        starts, ends = np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64)
+        widths = set((ends - starts).tolist())
+        if len(widths) > 1 or any(width % 2 for width in widths):
+            raise ValueError(f"packed_windows needs windows of one even width, got {sorted(widths)[:5]}")
+        width = widths.pop() if widths else 0
+        out = np.empty((len(starts), width // 2), dtype=np.uint8)
+        for row, (chrom, start, end) in enumerate(zip(chroms, starts.tolist(), ends.tolist())):
+            out[row] = self.packed(chrom, start, end)
+        return out
+
+    def one_hot(self, chrom: str, start: int, end: int) -> np.ndarray:
+        """uint8 [L, 4] one-hot of bases [start, end) of `chrom` (N and past the ends: all zeros)."""
+        length = end - start
+        return unpack(self.packed(chrom, start, end)[None], length + length % 2)[0, :length]
