@@ -357,3 +357,37 @@ def test_a_linear_span_model_forms_no_t_by_t_tensor():
     span, segment, valid = span_input(length, 5, 100, 4000)
     shapes = tensor_shapes_during(lambda: model(span=span, segment=segment, span_valid=valid).sum().backward())
     assert shapes and not quadratic_tensors(shapes, length)
+
+
+def training_step(model, inputs, seed=5):
+    """Loss and every parameter's gradient of one training step (dropout on) from `seed`."""
+    model.train()
+    model.zero_grad()
+    torch.manual_seed(seed)
+    loss = model(span=inputs[0], segment=inputs[1], span_valid=inputs[2]).sum()
+    loss.backward()
+    return loss.detach(), {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+
+
+@pytest.mark.parametrize("stem", ["linear", "conv_exp"])
+def test_recomputing_long_batches_gives_the_same_loss_and_gradients(stem, monkeypatch):
+    import epiformer.model.transformer as transformer
+
+    model = span_model(stem=stem, kernel=19 if stem != "linear" else 8)
+    model = EPITransformer(replace(model.config, dropout=0.2))  # dropout: recomputation must replay its masks
+    model.load_state_dict(span_model(stem=stem, kernel=19 if stem != "linear" else 8).state_dict())
+    inputs = span_input(1001, 4, 300, 700)  # 251 tokens: chunks of 64 leave a short last one
+    loss, grads = training_step(model, inputs)
+    monkeypatch.setattr(transformer, "RECOMPUTE_TOKENS", 64)
+    assert transformer.recomputing(model, 251)
+    shapes = tensor_shapes_during(lambda: training_step(model, inputs))
+    recomputed_loss, recomputed_grads = training_step(model, inputs)
+    torch.testing.assert_close(recomputed_loss, loss, atol=1e-6, rtol=1e-6)
+    assert recomputed_grads.keys() == grads.keys()
+    for name, grad in grads.items():
+        torch.testing.assert_close(recomputed_grads[name], grad, atol=1e-6, rtol=1e-5, msg=name)
+    if stem != "linear":  # the conv stem's per-base responses [B, t, p, D]: a chunk's, never the span's
+        responses = [shape for _, shape in shapes if len(shape) == 4 and shape[2:] == (4, 16)]
+        assert responses and max(shape[1] for shape in responses) == 64
+    model.eval()  # scoring never recomputes: nothing to keep for a backward pass
+    assert not transformer.recomputing(model, 10**9)

@@ -16,6 +16,12 @@ INPUTS = ("elements", "span")  # the two element windows, or one sequence from t
 # in a patch, through ReLU (conv) or exp (conv_exp).
 STEMS = ("linear", "conv", "conv_exp")
 POOLS = ("mean", "max")  # how tokens become one vector: M7's mean over valid tokens, or each channel's maximum
+# Training batches of more tokens than this (batch x tokens: a 262 kb span at 4 bp a token) keep
+# only each block's input and recompute the rest in the backward pass (activation checkpointing),
+# and run the conv stem in chunks of this many tokens: memory then grows with the span at a few
+# activations a token, not all of them. Same values and gradients (tested); more compute, so only
+# above the size where memory matters (element windows and the demos' spans stay below it).
+RECOMPUTE_TOKENS = 65_536
 
 
 @dataclass

@@ -41,9 +41,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
+from torch.utils.checkpoint import checkpoint
 
 from epiformer.constants import ELEMENTS, SEGMENT_IDS
-from epiformer.model.configs import ModelConfig
+from epiformer.model.configs import RECOMPUTE_TOKENS, ModelConfig
 from epiformer.model.ops import linear_attention, softmax_attention
 
 ATTENTION = {"linear": linear_attention, "softmax": softmax_attention}
@@ -100,7 +101,31 @@ class Tokenizer(nn.Module):
             left = (self.kernel - self.patch) // 2
             x = F.pad(onehot.transpose(1, 2), (left, self.kernel - self.patch - left))  # (B, 4, L')
             return self.project(x).transpose(1, 2), token_valid  # (B, T, D)
+        if recomputing(self, batch * token_valid.shape[1]):
+            return self.chunked_patch_max(onehot), token_valid
         return patch_max(self.filter_responses(onehot), self.activation), token_valid  # (B, T, D)
+
+    def chunked_patch_max(self, onehot: torch.Tensor) -> torch.Tensor:
+        """The conv stem's tokens [B, T, D], RECOMPUTE_TOKENS at a time, each chunk recomputed in the backward pass.
+
+        The per-base responses [B, T, p, D] of one chunk are alive at a time, not the span's.
+        A chunk reads its neighbours' bases at its edges, as the whole would.
+        """
+        batch, length, _ = onehot.shape
+        left = (self.kernel - 1) // 2
+        padded = F.pad(onehot, (0, 0, left, self.kernel - 1 - left))  # (B, L + k - 1, 4), N beyond the ends
+        chunk = max(1, RECOMPUTE_TOKENS // batch) * self.patch  # bases a chunk's tokens cover
+        tokens = [
+            checkpoint(
+                self._chunk_tokens, padded[:, start : min(start + chunk, length) + self.kernel - 1], use_reentrant=False
+            )
+            for start in range(0, length, chunk)
+        ]
+        return torch.cat(tokens, dim=1)
+
+    def _chunk_tokens(self, padded: torch.Tensor) -> torch.Tensor:
+        """Tokens [B, t, D] of bases already padded with the k - 1 bases their filters read beyond them."""
+        return patch_max(self._responses(padded, padded.shape[1] - self.kernel + 1), self.activation)
 
     def filter_responses(self, onehot: torch.Tensor) -> torch.Tensor:
         """[B, L, 4], L a multiple of p -> [B, T, p, D]: each filter on the k bases centred on each base.
@@ -112,10 +137,15 @@ class Tokenizer(nn.Module):
         Conv1d's channels-first output left them transposed, and each later layer copied them
         back (docs/demo_long.md, "A faster stem", has what this saves).
         """
-        batch, length, _ = onehot.shape
-        width = self.kernel + self.patch - 1  # bases a token's filters read
         left = (self.kernel - 1) // 2
-        x = F.pad(onehot, (0, 0, left, self.kernel - 1 - left)).contiguous()  # (B, L + k - 1, 4), N beyond the ends
+        padded = F.pad(onehot, (0, 0, left, self.kernel - 1 - left))  # (B, L + k - 1, 4), N beyond the ends
+        return self._responses(padded, onehot.shape[1])
+
+    def _responses(self, padded: torch.Tensor, length: int) -> torch.Tensor:
+        """filter_responses of `length` bases given with the k - 1 bases around them: [B, length / p, p, D]."""
+        batch = padded.shape[0]
+        width = self.kernel + self.patch - 1  # bases a token's filters read
+        x = padded.contiguous()
         windows = x.as_strided((batch, length // self.patch, 4 * width), (x.stride(0), 4 * self.patch, 1))
         weight = self.filters_at_each_offset()  # (p * D, (k + p - 1) * 4)
         responses = F.linear(windows, weight, self.project.bias.repeat(self.patch))  # (B, T, p * D)
@@ -251,8 +281,9 @@ class EPITransformer(nn.Module):
             x, valid, padding, token_segment = self.span_tokens(span, segment, span_valid)
         else:
             x, valid, padding, token_segment = self.join_elements(enhancer, promoter, enhancer_valid, promoter_valid)
+        recompute = recomputing(self, x.shape[0] * x.shape[1])
         for block in self.blocks:
-            x = block(x, padding)
+            x = checkpoint(block, x, padding, use_reentrant=False) if recompute else block(x, padding)
         x = self.norm(x)
         pooled = self.pool(x, valid)  # (B, D)
         if self.config.element_pool:  # (B, 3D): the whole, the enhancer's tokens, the promoter's
@@ -307,6 +338,11 @@ class EPITransformer(nn.Module):
             dim=1,
         )
         return x, valid, ~valid if masked else None, token_segment
+
+
+def recomputing(module: nn.Module, tokens: int) -> bool:
+    """Whether a batch of `tokens` (batch x tokens) recomputes activations in the backward pass (RECOMPUTE_TOKENS)."""
+    return module.training and torch.is_grad_enabled() and tokens > RECOMPUTE_TOKENS
 
 
 def score_batch(model: nn.Module, batch: dict, device: torch.device) -> torch.Tensor:
