@@ -233,9 +233,20 @@ class Block(nn.Module):
         )
         self.dropout = nn.Dropout(config.dropout)
 
-    def forward(self, x: torch.Tensor, padding: torch.Tensor | None) -> torch.Tensor:
-        x = x + self.dropout(self.attention(self.norm1(x), padding))
-        return x + self.dropout(self.feed_forward(self.norm2(x)))
+    def forward(self, x: torch.Tensor, padding: torch.Tensor | None, recompute: bool = False) -> torch.Tensor:
+        """With `recompute`, each half keeps only its input and is recomputed in the backward pass, one
+        half at a time: the peak is the larger half's activations, not the block's (RECOMPUTE_TOKENS)."""
+        if recompute:
+            x = x + checkpoint(self._attend, x, padding, use_reentrant=False)
+            return x + checkpoint(self._feed_forward, x, use_reentrant=False)
+        x = x + self._attend(x, padding)
+        return x + self._feed_forward(x)
+
+    def _attend(self, x: torch.Tensor, padding: torch.Tensor | None) -> torch.Tensor:
+        return self.dropout(self.attention(self.norm1(x), padding))
+
+    def _feed_forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dropout(self.feed_forward(self.norm2(x)))
 
 
 class EPITransformer(nn.Module):
@@ -283,7 +294,7 @@ class EPITransformer(nn.Module):
             x, valid, padding, token_segment = self.join_elements(enhancer, promoter, enhancer_valid, promoter_valid)
         recompute = recomputing(self, x.shape[0] * x.shape[1])
         for block in self.blocks:
-            x = checkpoint(block, x, padding, use_reentrant=False) if recompute else block(x, padding)
+            x = block(x, padding, recompute)
         x = self.norm(x)
         pooled = self.pool(x, valid)  # (B, D)
         if self.config.element_pool:  # (B, 3D): the whole, the enhancer's tokens, the promoter's
