@@ -31,7 +31,6 @@ import hashlib
 import json
 import os
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -51,16 +50,8 @@ class GenomeStoreError(ValueError):
     """A genome store that is missing, corrupt, or does not match its manifest."""
 
 
-@dataclass(frozen=True)
-class StoredSequence:
-    """One sequence of a store: its name, length in bases and packed file."""
-
-    name: str
-    length: int
-    path: Path
-
-
 def store_file(index: int) -> str:
+    """The packed file of the index-th sequence: named by position, so any FASTA name works."""
     return f"chrom-{index:05d}.u8"
 
 
