@@ -4,7 +4,7 @@ Builds the real-data genome (data/targetfinder: hg19's 24 chromosomes at true le
 the TargetFinder contigs) as bgzip with `epiformer.synthetic.fragment_genome`, decompresses it to a plain
 3.1 GB FASTA in a temporary folder (deleted afterwards), then on each of the two files times
 indexing (`index_fasta`: pyfaidx for plain, htslib for bgzip), building the genome store
-(`data.genome_store.build_store`: every base one-hot packed at 4 bits, once; its size is
+(`data.encode_genome.build_store`: every base one-hot packed at 4 bits, once; its size is
 printed against the genome's bases at that packing) and the whole windows stage
 (`build_windows`: read pairs, place windows, N filter, chromosome split, bedtools audit,
 outputs) for each window width pair. Every step runs in a fresh process, one at a time; its
@@ -47,7 +47,7 @@ index_fasta(sys.argv[1])
 """,
     "store": """
 import sys
-from epiformer.data.genome_store import build_store
+from epiformer.data.encode_genome import build_store
 build_store(sys.argv[1], sys.argv[2])
 """,
     "windows": """

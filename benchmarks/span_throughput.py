@@ -27,6 +27,7 @@ import torch
 
 from epiformer.data.batches import PairBatches, SpanBatches, batch_loader
 from epiformer.data.encode import encode_shards
+from epiformer.data.encode_genome import build_store
 from epiformer.data.shards import load_split
 from epiformer.data.spans import encode_span_shards
 from epiformer.model.configs import ModelConfig
@@ -70,7 +71,10 @@ def build_data(folder: Path, total_tokens: int, genome_length: int) -> tuple[obj
         used += length
     stats = {"split_mode": "chromosome", "leak_prone": False}
     encode_shards(fixed, folder / "genome.fa", folder / "fixed", FLANK, 4096, windows_stats=stats)
-    encode_span_shards(windows_table(spans), folder / "genome.fa", folder / "spans", FLANK, 4096, windows_stats=stats)
+    build_store(folder / "genome.fa", folder / "genome_store")
+    encode_span_shards(
+        windows_table(spans), folder / "genome_store", folder / "spans", FLANK, 4096, windows_stats=stats
+    )
     return load_split(folder / "fixed", "train"), load_split(folder / "spans", "train")
 
 

@@ -8,12 +8,14 @@ from epiformer.data.spans import encode_span_shards
 from epiformer.io.files import read_windows, sha256_file
 from epiformer.io.runlog import setup_logging
 
-ENCODERS = {"windows": encode_shards, "span": encode_span_shards}  # each element's window, or one span a pair
+# Each element's window, cut from the FASTA; or one span a pair, cut from the genome store when batches are made.
+ENCODERS = {"windows": encode_shards, "span": encode_span_shards}
+SOURCES = {"windows": "genome", "span": "genome_store"}
 
 log = setup_logging(snakemake.log[0])
 manifest = ENCODERS[snakemake.params.kind](
     read_windows(snakemake.input.windows),
-    snakemake.input.genome,
+    snakemake.input[SOURCES[snakemake.params.kind]],
     snakemake.output.shards,
     flank=snakemake.params.flank,
     shard_size=snakemake.params.shard_size,

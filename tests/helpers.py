@@ -270,12 +270,29 @@ writer.{function}(windows, sys.argv[2], sys.argv[3], flank=3, shard_size={shard_
 
 
 def encode_killed_after_two_shards(
-    module: str, function: str, windows: pd.DataFrame, fasta: Path, target: Path, shard_size: int
+    module: str, function: str, windows: pd.DataFrame, source: Path, target: Path, shard_size: int
 ) -> subprocess.CompletedProcess:
-    """Run `module.function` (a shard writer) in a process that SIGKILLs itself after its second shard."""
+    """Run `module.function` (a shard writer reading `source`) in a process that SIGKILLs itself after two shards."""
     windows_path = target.parent / f"{target.name}.windows.tsv"
     windows.to_csv(windows_path, sep="\t", index=False)
     script = KILLED_ENCODE.format(module=module, function=function, shard_size=shard_size)
     return subprocess.run(
-        [sys.executable, "-c", script, str(windows_path), str(fasta), str(target)], capture_output=True, text=True
+        [sys.executable, "-c", script, str(windows_path), str(source), str(target)], capture_output=True, text=True
     )
+
+
+def store_of(fasta: Path) -> Path:
+    """The genome store of a test FASTA, built beside it on first use (`{stem}.store/`)."""
+    from epiformer.data.encode_genome import build_store
+
+    folder = Path(fasta).with_name(f"{Path(fasta).stem}.store")
+    if not (folder / "manifest.json").exists():
+        build_store(fasta, folder)
+    return folder
+
+
+def encode_spans_of_fasta(windows: pd.DataFrame, fasta: Path, outdir: Path, **kwargs) -> dict:
+    """Span shards of `windows`, cut from the genome store of `fasta` (built on first use); the manifest."""
+    from epiformer.data.spans import encode_span_shards
+
+    return encode_span_shards(windows, store_of(fasta), outdir, **kwargs)

@@ -10,6 +10,7 @@ SHARD_FORMAT = 3  # 2: shards carry `distance`; 3: the manifest holds the window
 WINDOW_FIELDS = ("chrom", "start", "end")  # per element: `{element}_{field}` columns of pairs and windows tables
 WINDOW_SHARDS, SPAN_SHARDS = "windows", "span"  # a manifest's `kind` (window manifests omit it)
 SPAN_SHARD_FORMAT = (
-    1  # ragged span shards (`epiformer.data.spans`, manifest kind "span"), versioned apart from SHARD_FORMAT
+    2  # span shards (`epiformer.data.spans`, manifest kind "span"), versioned apart from SHARD_FORMAT; 2: coordinates
+    # only, the sequence cut from the genome store
 )
 GENOME_STORE, GENOME_STORE_FORMAT = "genome", 1  # the genome encoded once (`epiformer.data.genome_store`): kind, format

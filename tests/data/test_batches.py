@@ -8,9 +8,9 @@ from epiformer.data.batches import PairBatches, SpanBatches, batch_loader, token
 from epiformer.data.encode import encode_shards
 from epiformer.data.genome import Genome
 from epiformer.data.shards import load_split
-from epiformer.data.spans import encode_span_shards, span_coordinates
+from epiformer.data.spans import span_coordinates
 from epiformer.sequence.onehot import one_hot
-from tests.helpers import windows_frame
+from tests.helpers import encode_spans_of_fasta, windows_frame
 
 
 def expected_onehot(genome, window, element, shift=0, flank=2):
@@ -108,7 +108,7 @@ def varied_span_shards(small_fasta, tmp_path, pairs: int = 40, flank: int = 3):
         enhancer, promoter = (second, first) if promoter_first else (first, second)
         rows.append(("chrA", enhancer, enhancer + 12, "chrA", promoter, promoter + 10))
     windows = windows_frame(rows)
-    encode_span_shards(windows, path, tmp_path / "spans", flank=flank, shard_size=6)
+    encode_spans_of_fasta(windows, path, tmp_path / "spans", flank=flank, shard_size=6)
     return path, windows, load_split(tmp_path / "spans", "train")
 
 

@@ -7,8 +7,9 @@ import json
 import numpy as np
 import pytest
 
+from epiformer.data.encode_genome import build_store
 from epiformer.data.genome import Genome
-from epiformer.data.genome_store import GenomeStore, GenomeStoreError, build_store
+from epiformer.data.genome_store import GenomeStore, GenomeStoreError
 from epiformer.sequence.onehot import one_hot, pack_codes
 from tests.helpers import bedtools_getfasta, flip_a_byte, require_bedtools
 
@@ -59,6 +60,19 @@ def test_windows_cut_from_the_store_equal_the_genomes_packed_windows_at_every_of
             chroms = [chrom] * len(starts)
             expected = pack_codes(genome.fetch_many(chroms, starts, starts + width))
             np.testing.assert_array_equal(store.packed_windows(chroms, starts, starts + width), expected)
+
+
+def test_cuts_of_every_length_and_offset_and_their_unknown_bases_equal_the_fasta(odd_genome, tmp_path):
+    path, _ = odd_genome
+    store, genome = built(path, tmp_path / "store"), Genome(path)
+    rng = np.random.default_rng(0)
+    for chrom, size in genome.sizes.items():
+        for start, length in zip(rng.integers(-9, size + 3, 300), rng.integers(0, 70, 300)):
+            start, end = int(start), int(start + length)
+            codes = genome.fetch_many([chrom], [start], [end])  # N-padded past the ends
+            padded = np.append(codes[0], np.uint8(ord("N"))) if length % 2 else codes[0]
+            np.testing.assert_array_equal(store.packed(chrom, start, end), pack_codes(padded[None])[0])
+            assert store.unknown_bases(chrom, start, end) == int((codes[0] == ord("N")).sum())
 
 
 def test_spans_of_odd_length_are_the_one_hot_of_bedtools_getfasta(odd_genome, tmp_path):

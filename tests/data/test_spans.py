@@ -1,10 +1,12 @@
 import json
+import shutil
 
 import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
 from epiformer.data.encode import encode_shards
+from epiformer.data.encode_genome import build_store
 from epiformer.data.shards import ShardError, ShardSet, SpanShardSet, load_split
 from epiformer.data.spans import encode_span_shards, span_coordinates
 from tests.helpers import (
@@ -12,6 +14,7 @@ from tests.helpers import (
     encode_killed_after_two_shards,
     flip_a_byte,
     require_bedtools,
+    store_of,
     windows_frame,
 )
 
@@ -100,7 +103,7 @@ def onehot_of(sequence: str) -> np.ndarray:
 @pytest.fixture
 def span_shards(gapped_fasta, tmp_path):
     windows = span_windows()
-    manifest = encode_span_shards(windows, gapped_fasta, tmp_path / "spans", flank=FLANK, shard_size=2)
+    manifest = encode_span_shards(windows, store_of(gapped_fasta), tmp_path / "spans", flank=FLANK, shard_size=2)
     return gapped_fasta, windows, manifest, tmp_path / "spans"
 
 
@@ -149,9 +152,9 @@ def test_stored_spans_equal_bedtools_getfasta(span_shards, tmp_path):
     assert gap.between_n_fraction[3] == gap.between_n_fraction[4] == 0.0  # overlapping, touching: no between
 
 
-def test_ragged_layout_offsets_padding_and_manifest(span_shards):
-    _, windows, manifest, shard_dir = span_shards
-    assert manifest["kind"] == "span" and manifest["format_version"] == 1 and manifest["flank"] == FLANK
+def test_span_shards_hold_coordinates_and_name_the_store_they_are_cut_from(span_shards, tmp_path):
+    fasta, windows, manifest, shard_dir = span_shards
+    assert manifest["kind"] == "span" and manifest["format_version"] == 2 and manifest["flank"] == FLANK
     assert manifest["windows"] == {"enhancer_width": 20, "promoter_width": 16}
     assert [(s["split"], s["rows"]) for s in manifest["shards"]] == [("train", 2), ("train", 2), ("train", 1)] + [
         ("test", 2),
@@ -159,17 +162,46 @@ def test_ragged_layout_offsets_padding_and_manifest(span_shards):
     ]
     assert json.loads((shard_dir / "manifest.json").read_text()) == manifest
     assert not list(shard_dir.rglob(".*tmp*"))
-    odd = 0
+    assert (shard_dir / manifest["genome_store"]["path"]).resolve() == store_of(fasta).resolve()
     for entry in manifest["shards"]:
         tensors = load_file(str(shard_dir / entry["path"]))
-        offsets, lengths = tensors["offsets"], tensors["lengths"]
-        assert offsets.dtype == lengths.dtype == np.int64 and tensors["bases"].dtype == np.uint8
-        assert offsets[0] == 0 and offsets[-1] == len(tensors["bases"]) and entry["bases"] == lengths.sum()
-        np.testing.assert_array_equal(np.diff(offsets), (lengths + 1) // 2)
-        for i in np.flatnonzero(lengths % 2):
-            assert tensors["bases"][offsets[i + 1] - 1] & 0x0F == 0  # the padding nibble of an odd length
-            odd += 1
-    assert odd > 0
+        assert "bases" not in tensors and entry["bases"] == tensors["lengths"].sum()
+        assert (tensors["lengths"] == tensors["distance"] + 2 * FLANK).all()
+    spans = span_coordinates(windows[windows.split == "train"])
+    train = SpanShardSet(shard_dir, "train")
+    assert [train.chrom_names[c] for c in train.chrom] == spans.chrom.tolist()
+    assert train.span_start.tolist() == spans.span_start.tolist()
+    # Storage: the shards hold no sequence, however long the spans.
+    assert sum((shard_dir / e["path"]).stat().st_size for e in manifest["shards"]) < 1000 * len(windows)
+
+
+def test_shards_moved_with_their_store_still_read_and_a_rebuilt_store_is_refused(span_shards, tmp_path):
+    fasta, windows, _, shard_dir = span_shards
+    expected = SpanShardSet(shard_dir, "train").onehot(2)
+    moved = tmp_path / "elsewhere"
+    moved.mkdir()
+    shutil.copytree(shard_dir, moved / "spans")
+    shutil.copytree(store_of(fasta), moved / store_of(fasta).name)
+    shutil.copy(fasta, moved / fasta.name)
+    shutil.rmtree(store_of(fasta))  # the store is found beside the shards, where it moved to
+    relocated = moved / "spans"
+    np.testing.assert_array_equal(SpanShardSet(relocated, "train").onehot(2), expected)
+    sequence = (moved / fasta.name).read_text().replace(">chr2", ">chr2x")
+    (moved / fasta.name).write_text(sequence)
+    (moved / f"{fasta.name}.fai").unlink(missing_ok=True)
+    build_store(moved / fasta.name, moved / store_of(fasta).name)  # rebuilt from another genome
+    with pytest.raises(ShardError, match="not the one .* was encoded from"):
+        SpanShardSet(relocated, "train")
+    shutil.rmtree(moved / store_of(fasta).name)
+    with pytest.raises(ShardError, match="reads its sequence from a genome store: .*manifest.json is missing"):
+        SpanShardSet(relocated, "train")
+
+
+def test_a_corrupt_genome_store_is_named_when_spans_are_loaded(span_shards):
+    fasta, _, _, shard_dir = span_shards
+    flip_a_byte(store_of(fasta) / "chrom-00000.u8")
+    with pytest.raises(ShardError, match=r"block 0 of chr1 .*corrupt"):
+        SpanShardSet(shard_dir, "train")
 
 
 def test_a_flipped_byte_or_missing_shard_names_the_file(span_shards):
@@ -188,13 +220,13 @@ def test_killed_encode_leaves_no_manifest_and_a_rerun_gives_the_same_bytes(span_
     fasta, windows, manifest, shard_dir = span_shards
     target = tmp_path / "killed"
     run = encode_killed_after_two_shards(
-        "epiformer.data.spans", "encode_span_shards", windows, fasta, target, shard_size=2
+        "epiformer.data.spans", "encode_span_shards", windows, store_of(fasta), target, shard_size=2
     )
     assert run.returncode == -9, run.stderr
     assert not (target / "manifest.json").exists() and len(list(target.glob("*/shard-*"))) == 2
     with pytest.raises(ShardError, match="manifest.json is missing"):
         SpanShardSet(target, "train")
-    rerun = encode_span_shards(windows, fasta, target, flank=FLANK, shard_size=2)
+    rerun = encode_span_shards(windows, store_of(fasta), target, flank=FLANK, shard_size=2)
     assert rerun["shards"] == manifest["shards"]
     for entry in manifest["shards"]:
         assert (target / entry["path"]).read_bytes() == (shard_dir / entry["path"]).read_bytes()
@@ -202,7 +234,7 @@ def test_killed_encode_leaves_no_manifest_and_a_rerun_gives_the_same_bytes(span_
 
 def test_workers_write_the_same_bytes(span_shards, tmp_path):
     fasta, windows, manifest, _ = span_shards
-    parallel = encode_span_shards(windows, fasta, tmp_path / "parallel", flank=FLANK, shard_size=2, workers=2)
+    parallel = encode_span_shards(windows, store_of(fasta), tmp_path / "parallel", flank=FLANK, shard_size=2, workers=2)
     assert parallel["shards"] == manifest["shards"]
 
 
@@ -216,7 +248,7 @@ def test_other_kinds_and_formats_are_refused_clearly(span_shards, tmp_path):
     assert isinstance(load_split(shard_dir, "train"), SpanShardSet)  # load_split tells the kinds apart
     manifest = json.loads((shard_dir / "manifest.json").read_text())
     (shard_dir / "manifest.json").write_text(json.dumps({**manifest, "format_version": 99}))
-    with pytest.raises(ShardError, match="span shard format 99, this epiformer reads 1"):
+    with pytest.raises(ShardError, match="span shard format 99, this epiformer reads 2"):
         SpanShardSet(shard_dir, "train")
 
 
@@ -225,5 +257,5 @@ def test_a_pair_across_chromosomes_is_refused_before_anything_is_written(gapped_
     with pytest.raises(ValueError, match=r"1 pairs have their elements on two chromosomes .*1 chr1 chr2"):
         span_coordinates(windows)
     with pytest.raises(ValueError, match="two chromosomes"):
-        encode_span_shards(windows, gapped_fasta, tmp_path / "trans", flank=FLANK, shard_size=2)
+        encode_span_shards(windows, store_of(gapped_fasta), tmp_path / "trans", flank=FLANK, shard_size=2)
     assert not (tmp_path / "trans").exists()

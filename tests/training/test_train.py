@@ -26,6 +26,7 @@ from epiformer.inference.trained_model import load_trained_model
 from epiformer.io.runlog import setup_logging
 from epiformer.model.transformer import ModelConfig
 from epiformer.training.train import TrainConfig, positive_weights, train_model, validation_metrics
+from tests.helpers import encode_spans_of_fasta
 
 TINY_MODEL = ModelConfig(d_model=16, n_layers=1, n_heads=2, d_ff=32, patch_size=4, kernel_size=8, dropout=0.1)
 
@@ -327,8 +328,6 @@ SPAN_MODEL = ModelConfig(**{**TINY_MODEL.to_dict(), "input": "span", "patch_size
 @pytest.fixture(scope="module")
 def span_shard_dir(tiny_long_demo, tmp_path_factory):
     """The tiny long demo's spans (3-20 kb, so batches of every size), split by chromosome."""
-    from epiformer.data.spans import encode_span_shards
-
     genome = Genome(tiny_long_demo["genome"])
     windows, _ = make_windows(
         read_pairs(tiny_long_demo["demo_long"]), genome.sizes, WindowSpec(64, 48, max_span=100_000)
@@ -336,7 +335,7 @@ def span_shard_dir(tiny_long_demo, tmp_path_factory):
     windows = assign_splits(windows, SplitSpec(val_chromosomes=("chr2",), test_chromosomes=("chr3",)))
     out = tmp_path_factory.mktemp("span-shards")
     stats = {"split": {"mode": "chromosome", "leak_prone": False}}
-    encode_span_shards(windows, tiny_long_demo["genome"], out, flank=4, shard_size=16, windows_stats=stats)
+    encode_spans_of_fasta(windows, tiny_long_demo["genome"], out, flank=4, shard_size=16, windows_stats=stats)
     return out
 
 

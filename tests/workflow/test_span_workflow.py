@@ -49,6 +49,13 @@ def test_span_models_read_span_shards_and_every_model_the_same_test_pairs(long_r
     assert span.max() <= 12_000
     manifest = json.loads((long_run / "demo_long" / "span_shards" / "manifest.json").read_text())
     assert manifest["kind"] == "span" and sum(s["rows"] for s in manifest["shards"]) == len(windows)
+    # The spans' bases are the genome store's, built once for the genome: shards hold coordinates only.
+    store = long_run / "genomes" / "demo_long" / "store"
+    assert (long_run / "demo_long" / "span_shards" / manifest["genome_store"]["path"]).resolve() == store.resolve()
+    genome_bytes = (long_run.parent / "resources" / "demo_long" / "genome.fa").stat().st_size
+    assert sum(path.stat().st_size for path in store.glob("chrom-*.u8")) < 0.55 * genome_bytes  # half a byte a base
+    shard_bytes = sum(path.stat().st_size for path in (long_run / "demo_long" / "span_shards").rglob("*.safetensors"))
+    assert shard_bytes < 200 * len(windows) < span.sum() / 2  # far below the spans at half a byte a base
     test_ids = set(windows.loc[windows["split"] == "test", "pair_id"])
     for model in ("linear", "linear_span", "softmax_span", "distance"):
         predictions = pd.read_csv(long_run / "demo_long" / model / "predictions.tsv", sep="\t")

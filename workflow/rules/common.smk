@@ -132,10 +132,12 @@ for _genome, _fasta in config["genomes"].items():
     # workflow is checked by the windows job).
     if _genome in set(samples["genome"]) and fai_path(_fasta).is_file():
         SplitSpec.from_config(config["split"]).check(read_chrom_sizes(fai_path(_fasta)), f"genome {_genome} ({_fasta})")
-if "pooled" in CELL_LINES:
-    raise ValueError(
-        f"{config['samples']}: the cell line name 'pooled' is reserved (results/pooled/ holds pooled models)."
-    )
+for _reserved, _holds in {"pooled": "pooled models", "genomes": "each genome's store"}.items():
+    if _reserved in CELL_LINES:
+        raise ValueError(
+            f"{config['samples']}: the cell line name {_reserved!r} is reserved (results/{_reserved}/ holds {_holds}); "
+            "rename that cell line."
+        )
 
 
 def sequence_only_twin(name):
@@ -179,6 +181,11 @@ def get_genome(wildcards):
 
 def get_genome_index(wildcards):
     return get_genome(wildcards) + ".fai"
+
+
+def get_genome_store(wildcards):
+    """The genome store (rule genome_store) of the cell line's genome: span shards cut their bases from it."""
+    return f"results/genomes/{samples.loc[wildcards.cell, 'genome']}/store"
 
 
 def get_vcf(wildcards):

@@ -100,32 +100,32 @@ def encode_one_shard(genome: Genome, job: ShardJob, outdir: Path, flank: int) ->
     }
 
 
-_worker_genome: Genome | None = None
+_worker_source = None
 
 
-def _open_worker_genome(genome_path: str) -> None:
-    global _worker_genome
-    _worker_genome = Genome(genome_path)  # one handle per worker process, never shared
+def _open_worker_source(open_source, path: str) -> None:
+    global _worker_source
+    _worker_source = open_source(path)  # one handle per worker process, never shared
 
 
 def _encode_in_worker(encode_one, job: ShardJob, outdir: Path, flank: int) -> dict:
-    return encode_one(_worker_genome, job, outdir, flank)
+    return encode_one(_worker_source, job, outdir, flank)
 
 
-def run_shard_jobs(encode_one, genome_path: str | Path, jobs: list[ShardJob], outdir: Path, flank: int, workers: int):
-    """Run `encode_one(genome, job, outdir, flank)` per job; (manifest entries in job order, genome index SHA-256).
+def run_shard_jobs(encode_one, open_source, source_path, jobs: list[ShardJob], outdir: Path, flank: int, workers: int):
+    """Run `encode_one(source, job, outdir, flank)` per job, `source = open_source(source_path)`; manifest entries.
 
-    With `workers` > 1 the jobs run in that many processes, each opening its own genome
-    handle; `encode_one` must be a module-level function (it is pickled to the workers).
+    The source is what sequence is cut from (a `Genome`, a `GenomeStore`). With `workers` > 1
+    the jobs run in that many processes, each opening its own source; `encode_one` and
+    `open_source` must be module-level (they are pickled to the workers). Entries come back in job order.
     """
-    with Genome(genome_path) as genome:
-        if workers > 1:
-            with ProcessPoolExecutor(workers, initializer=_open_worker_genome, initargs=(str(genome_path),)) as pool:
-                mapped = pool.map(_encode_in_worker, repeat(encode_one), jobs, repeat(outdir), repeat(flank))
-                entries = list(progress(mapped, len(jobs), "shards"))
-        else:
-            entries = [encode_one(genome, job, outdir, flank) for job in progress(jobs, len(jobs), "shards")]
-        return entries, genome.index_sha256()
+    if workers > 1:
+        initargs = (open_source, str(source_path))
+        with ProcessPoolExecutor(workers, initializer=_open_worker_source, initargs=initargs) as pool:
+            mapped = pool.map(_encode_in_worker, repeat(encode_one), jobs, repeat(outdir), repeat(flank))
+            return list(progress(mapped, len(jobs), "shards"))
+    with open_source(str(source_path)) as source:
+        return [encode_one(source, job, outdir, flank) for job in progress(jobs, len(jobs), "shards")]
 
 
 def clear_previous_run(outdir: Path) -> None:
@@ -135,11 +135,12 @@ def clear_previous_run(outdir: Path) -> None:
         path.unlink()
 
 
-def write_shard_folder(encode_shard, windows, genome_path, outdir, flank: int, shard_size: int, workers: int):
+def write_shard_folder(
+    encode_shard, windows, open_source, source_path, outdir, flank: int, shard_size: int, workers: int
+):
     """Clear what an interrupted run left in `outdir`, then write every split's shards with `encode_shard`.
 
-    Returns the shards' manifest entries and the genome index checksum; the caller writes the
-    manifest, last.
+    Returns the shards' manifest entries; the caller writes the manifest, last.
     """
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
@@ -147,7 +148,7 @@ def write_shard_folder(encode_shard, windows, genome_path, outdir, flank: int, s
     jobs = plan_shards(windows, shard_size)
     for split in {job.split for job in jobs}:
         (outdir / split).mkdir(exist_ok=True)
-    return run_shard_jobs(encode_shard, genome_path, jobs, outdir, flank, workers)
+    return run_shard_jobs(encode_shard, open_source, source_path, jobs, outdir, flank, workers)
 
 
 def split_record(windows_stats: dict | None) -> dict:
@@ -193,9 +194,9 @@ def encode_shards(
     its split mode and window settings (`windows`) travel in the manifest to the model and metrics.
     """
     outdir = Path(outdir)
-    entries, genome_sha256 = write_shard_folder(
-        encode_one_shard, windows, genome_path, outdir, flank, shard_size, workers
-    )
+    entries = write_shard_folder(encode_one_shard, windows, Genome, genome_path, outdir, flank, shard_size, workers)
+    with Genome(genome_path) as genome:
+        genome_sha256 = genome.index_sha256()
     spec = window_spec_of(windows, (windows_stats or {}).get("windows"))
     manifest = {
         "format_version": SHARD_FORMAT,

@@ -18,9 +18,9 @@ Layout of a store folder:
   bytes; the last one shorter), so a corrupt block is named by chromosome and bases, and
   the genome FASTA's name and index checksum it was built from.
 
-`build_store` writes the whole folder under a temporary name beside it and renames it into
-place at the end: a killed build leaves no store, only a `.partial` folder that the next
-build removes, and builds are deterministic (a rebuild gives identical bytes). `GenomeStore`
+`data.encode_genome.build_store` writes the whole folder under a temporary name beside it
+and renames it into place at the end: a killed build leaves no store, only a `.partial`
+folder that the next build removes, and builds are deterministic (a rebuild gives identical bytes). `GenomeStore`
 maps the files read-only; memory stays flat however large the genome, since pages are read
 only where windows are cut.
 """
@@ -29,33 +29,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
 from pathlib import Path
 
 import numpy as np
 
-from epiformer import __version__
 from epiformer.constants import GENOME_STORE, GENOME_STORE_FORMAT
-from epiformer.data.genome import Genome
-from epiformer.io.files import atomic_write_text
-from epiformer.sequence.onehot import pack_codes, unpack
-
-PACKING = "one-hot A,C,G,T (N all zeros), numpy.packbits bitorder=big: 4 bits a base, 2 bases a byte"
-# 16 Mb a block: 8 MB read and packed at a time while building, ~190 checksums for hg19.
-BLOCK_BASES = 1 << 24
+from epiformer.sequence.onehot import count_unknown, pack_nibbles, unpack, unpack_nibbles
 
 
 class GenomeStoreError(ValueError):
     """A genome store that is missing, corrupt, or does not match its manifest."""
 
 
-def store_file(index: int) -> str:
-    """The packed file of the index-th sequence: named by position, so any FASTA name works."""
-    return f"chrom-{index:05d}.u8"
-
-
-def _block_checksums(path: Path, block_bases: int) -> list[str]:
+def block_checksums(path: Path, block_bases: int) -> list[str]:
     """SHA-256 of each block_bases / 2 bytes of a packed file."""
     checksums = []
     with open(path, "rb") as handle:
@@ -64,68 +50,13 @@ def _block_checksums(path: Path, block_bases: int) -> list[str]:
     return checksums
 
 
-def _write_sequence(genome: Genome, name: str, length: int, path: Path, block_bases: int) -> None:
-    """Pack `name`'s bases into `path`, one block at a time (memory: a block's bases, not the chromosome's)."""
-    with open(path, "wb") as handle:
-        for start in range(0, length, block_bases):
-            end = min(start + block_bases, length)
-            # fetch_many pads with N past the end; an odd tail's padding base packs to a zero nibble.
-            codes = genome.fetch_many([name], [start], [start + (end - start + 1) // 2 * 2])
-            handle.write(pack_codes(codes)[0].tobytes())
-
-
-def build_store(fasta: str | Path, folder: str | Path, block_bases: int = BLOCK_BASES, progress=None) -> dict:
-    """Encode every sequence of `fasta` into a store at `folder` (module docstring); returns its manifest.
-
-    `progress(done_bases, total_bases)`, when given, is called after each sequence.
-    """
-    if block_bases <= 0 or block_bases % 2:
-        raise ValueError(f"block_bases must be a positive even number, got {block_bases}")
-    folder = Path(folder)
-    partial = folder.with_name(f"{folder.name}.partial")
-    shutil.rmtree(partial, ignore_errors=True)  # what a killed build left
-    partial.mkdir(parents=True)
-    with Genome(fasta) as genome:
-        total, done = sum(genome.sizes.values()), 0
-        sequences = []
-        for index, (name, length) in enumerate(genome.sizes.items()):
-            path = partial / store_file(index)
-            _write_sequence(genome, name, length, path, block_bases)
-            sequences.append(
-                {
-                    "name": name,
-                    "length": length,
-                    "file": path.name,
-                    "bytes": path.stat().st_size,
-                    "blocks": _block_checksums(path, block_bases),
-                }
-            )
-            done += length
-            if progress is not None:
-                progress(done, total)
-        manifest = {
-            "format_version": GENOME_STORE_FORMAT,
-            "kind": GENOME_STORE,
-            "packing": PACKING,
-            "block_bases": block_bases,
-            "bases": total,
-            "bytes": sum(sequence["bytes"] for sequence in sequences),
-            "sequences": sequences,
-            "genome": {"path": Path(fasta).name, "index_sha256": genome.index_sha256()},
-            "epiformer_version": __version__,
-        }
-    atomic_write_text(partial / "manifest.json", json.dumps(manifest, indent=1) + "\n")
-    if folder.exists():
-        shutil.rmtree(folder)
-    os.replace(partial, folder)
-    return manifest
-
-
 def read_store_manifest(folder: str | Path) -> dict:
     """A store's manifest.json; GenomeStoreError naming the fix when it is missing or of another format."""
     path = Path(folder) / "manifest.json"
     if not path.is_file():
-        raise GenomeStoreError(f"{path} is missing: build the genome store (data.genome_store.build_store) again.")
+        raise GenomeStoreError(
+            f"{path} is missing: build the genome store (rule genome_store, or data.encode_genome.build_store) again."
+        )
     manifest = json.loads(path.read_text())
     if manifest.get("kind") != GENOME_STORE or manifest.get("format_version") != GENOME_STORE_FORMAT:
         raise GenomeStoreError(
@@ -161,10 +92,19 @@ class GenomeStore:
             if entry["bytes"]:
                 self._maps[entry["name"]] = np.memmap(path, dtype=np.uint8, mode="r")
 
+    def close(self) -> None:
+        self._maps.clear()  # numpy unmaps each file when its last view goes
+
+    def __enter__(self) -> GenomeStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     def verify(self) -> None:
         """Check every block's SHA-256; GenomeStoreError names the chromosome and bases of the first corrupt block."""
         for entry in self.manifest["sequences"]:
-            actual = _block_checksums(self.folder / entry["file"], self.block_bases)
+            actual = block_checksums(self.folder / entry["file"], self.block_bases)
             for number, (found, expected) in enumerate(zip(actual, entry["blocks"])):
                 if found != expected:
                     start = number * self.block_bases
@@ -175,26 +115,45 @@ class GenomeStore:
                         "and build it again."
                     )
 
-    def _nibbles(self, chrom: str, start: int, end: int) -> np.ndarray:
-        """uint8 [end - start] packed nibbles (one a base) of [start, end), zero (N) past either chromosome end."""
+    def _check_chrom(self, chrom: str) -> None:
         if chrom not in self.sizes:
             raise GenomeStoreError(f"{chrom} is not in the genome store {self.folder} (built from another genome?).")
+
+    def _nibbles(self, chrom: str, start: int, end: int) -> np.ndarray:
+        """uint8 [end - start] packed nibbles (one a base) of [start, end), zero (N) past either chromosome end."""
         out = np.zeros(end - start, dtype=np.uint8)
         inner_start, inner_end = max(start, 0), min(end, self.sizes[chrom])
         if inner_start < inner_end:
-            data = self._maps[chrom][inner_start // 2 : (inner_end + 1) // 2]
-            nibbles = np.empty(2 * len(data), dtype=np.uint8)
-            nibbles[0::2], nibbles[1::2] = data >> 4, data & 0x0F
+            nibbles = unpack_nibbles(self._maps[chrom][inner_start // 2 : (inner_end + 1) // 2])
             first = inner_start % 2
             out[inner_start - start : inner_end - start] = nibbles[first : first + inner_end - inner_start]
         return out
 
     def packed(self, chrom: str, start: int, end: int) -> np.ndarray:
         """uint8 [ceil(L / 2)]: bases [start, end) of `chrom` packed as in shards (an odd L ends in a zero nibble)."""
-        nibbles = self._nibbles(chrom, start, end)
-        if len(nibbles) % 2:
-            nibbles = np.append(nibbles, np.uint8(0))
-        return (nibbles[0::2] << 4) | nibbles[1::2]
+        self._check_chrom(chrom)
+        if start % 2 or start < 0 or end > self.sizes[chrom]:
+            return pack_nibbles(self._nibbles(chrom, start, end))
+        # An even start inside the chromosome: the stored bytes as they are (no unpacking), the
+        # next base's nibble cleared after an odd length.
+        out = np.array(self._maps[chrom][start // 2 : (end + 1) // 2]) if end > start else np.zeros(0, np.uint8)
+        if (end - start) % 2:
+            out[-1] &= 0xF0
+        return out
+
+    def unknown_bases(self, chrom: str, start: int, end: int) -> int:
+        """Bases of [start, end) that are not A, C, G or T: N, and positions past either chromosome end."""
+        self._check_chrom(chrom)
+        inner_start, inner_end = max(start, 0), min(end, self.sizes[chrom])
+        if inner_start >= inner_end:
+            return max(end - start, 0)
+        data = self._maps[chrom][inner_start // 2 : (inner_end + 1) // 2]
+        unknown = count_unknown(data) + (inner_start - start) + (end - inner_end)
+        if inner_start % 2:  # the first byte's high nibble is the base before `start`
+            unknown -= int(data[0] >> 4 == 0)
+        if inner_end % 2:  # the last byte's low nibble is the base at `end` (or the padding nibble)
+            unknown -= int(data[-1] & 0x0F == 0)
+        return unknown
 
     def packed_windows(self, chroms, starts, ends) -> np.ndarray:
         """uint8 [N, W / 2], windows of one even width W: pack_codes of Genome.fetch_many's bases (tested equal)."""

@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from epiformer.constants import ELEMENTS, SHARD_FORMAT, SPAN_SHARD_FORMAT, SPAN_SHARDS, WINDOW_SHARDS
+from epiformer.data.genome_store import GenomeStore, GenomeStoreError
 from epiformer.io.files import sha256_file
-from epiformer.sequence.onehot import unpack
 
 SAFETENSORS_DTYPES = {"U8": np.uint8, "I64": np.int64}
 
@@ -245,16 +245,59 @@ def load_span_manifest(shard_dir: str | Path) -> dict:
     return manifest
 
 
-class SpanShardSet:
-    """One split's span shards: `bases` memory-mapped, the per-pair tensors read eagerly.
+_verified_stores: set[tuple[str, str]] = set()  # (folder, manifest SHA-256) checked block by block in this process
 
-    `lengths` int64 [N] (stored bases), `segments` int64 [N, 2] (span coordinates),
-    `enhancer_first` bool [N], `between_n` int64 [N], `label` uint8 [N], `pair_id` int64 [N],
-    `distance` int64 [N] (span length), `source` int64 [N] (all 0), `flank`; `packed(row)` and
-    `onehot(row)` give one pair.
+
+def open_genome_store(shard_dir: Path, manifest: dict, verify: bool) -> GenomeStore:
+    """The genome store a span shard folder's manifest names, checked to be the one its shards were cut from.
+
+    With `verify`, every block's SHA-256 is checked once per process (a store is shared by
+    every split, cell line and model of a genome).
+    """
+    record = manifest["genome_store"]
+    folder = (Path(shard_dir) / record["path"]).resolve()
+    try:
+        store = GenomeStore(folder)
+    except GenomeStoreError as error:
+        raise ShardError(
+            f"{Path(shard_dir) / 'manifest.json'} reads its sequence from a genome store: {error}"
+        ) from None
+    if sha256_file(folder / "manifest.json") != record["manifest_sha256"]:
+        raise ShardError(
+            f"{folder}: this genome store is not the one {Path(shard_dir)} was encoded from (its manifest's "
+            "SHA-256 differs): it was rebuilt, maybe from another genome. Re-run the span encode step "
+            f"(delete {Path(shard_dir)})."
+        )
+    key = (str(folder), record["manifest_sha256"])
+    if verify and key not in _verified_stores:
+        try:
+            store.verify()
+        except GenomeStoreError as error:
+            raise ShardError(str(error)) from None
+        _verified_stores.add(key)
+    return store
+
+
+class SpanShardSet:
+    """One split's span shards: per-pair tensors read eagerly, each pair's bases cut from the genome store.
+
+    `chrom` int64 [N] (the store's sequence index), `span_start` int64 [N], `lengths` int64 [N]
+    (stored bases), `segments` int64 [N, 2] (span coordinates), `enhancer_first` bool [N],
+    `between_n` int64 [N], `label` uint8 [N], `pair_id` int64 [N], `distance` int64 [N] (span
+    length), `source` int64 [N] (all 0), `flank`; `packed(row)` and `onehot(row)` give one pair.
     """
 
-    EAGER = ("lengths", "segments", "enhancer_first", "between_n", "label", "pair_id", "distance")
+    EAGER = (
+        "chrom",
+        "span_start",
+        "lengths",
+        "segments",
+        "enhancer_first",
+        "between_n",
+        "label",
+        "pair_id",
+        "distance",
+    )
 
     def __init__(self, shard_dir: str | Path, split: str, verify: bool = True):
         manifest = load_span_manifest(shard_dir)
@@ -263,39 +306,34 @@ class SpanShardSet:
             raise ShardError(f"{shard_dir}: manifest lists no span shards for the {split!r} split.")
         self.flank = int(manifest["flank"])
         self.windows = manifest["windows"]
+        self.shard_dir, self.manifest = Path(shard_dir), manifest
         self.paths = [Path(shard_dir) / entry["path"] for entry in self.entries]
         columns = {name: [] for name in self.EAGER}
-        self.offsets = []  # per shard, int64 [rows + 1]
         for path, entry in zip(self.paths, self.entries):
             tensors = self._check(path, entry, verify)
             for name in self.EAGER:
                 columns[name].append(np.array(tensors[name]))
-            self.offsets.append(np.array(tensors["offsets"]))
         for name, parts in columns.items():
             setattr(self, name, np.concatenate(parts))
         self.enhancer_first = self.enhancer_first.astype(bool)
         self.source = np.zeros(len(self.label), dtype=np.int64)  # one folder: spans are not pooled across cell lines
-        self.starts = np.cumsum([0] + [entry["rows"] for entry in self.entries])
-        self._bases: list[np.memmap] | None = None
+        self._store: GenomeStore | None = open_genome_store(self.shard_dir, manifest, verify)
+        self.chrom_names = list(self._store.sizes)
+        if len(self.chrom) and not (0 <= self.chrom.min() and self.chrom.max() < len(self.chrom_names)):
+            raise ShardError(f"{shard_dir}: chromosome indices outside the genome store's {len(self.chrom_names)}.")
 
     def _check(self, path: Path, entry: dict, verify: bool) -> dict[str, np.memmap]:
         tensors = open_shard(path, entry, verify, step="the span encode step")
         rows = entry["rows"]
-        expected = {name: (rows,) for name in self.EAGER} | {"segments": (rows, 2), "offsets": (rows + 1,)}
+        expected = {name: (rows,) for name in self.EAGER} | {"segments": (rows, 2)}
         for name, shape in expected.items():
             if name not in tensors or tensors[name].shape != shape:
                 raise ShardError(
                     f"{path}: {name} has shape {getattr(tensors.get(name), 'shape', None)}, needs {shape}."
                 )
-        offsets, lengths = np.array(tensors["offsets"]), np.array(tensors["lengths"])
-        if (
-            offsets[0] != 0
-            or offsets[-1] != len(tensors["bases"])
-            or not np.array_equal(np.diff(offsets), (lengths + 1) // 2)
-            or int(lengths.sum()) != entry["bases"]
-        ):
-            raise ShardError(f"{path}: offsets, lengths and bases disagree with each other or the manifest; re-encode.")
-        segments = np.array(tensors["segments"])
+        lengths, segments = np.array(tensors["lengths"]), np.array(tensors["segments"])
+        if int(lengths.sum()) != entry["bases"] or not np.array_equal(lengths - 2 * self.flank, tensors["distance"]):
+            raise ShardError(f"{path}: lengths, distances and the manifest's bases disagree; re-encode.")
         if not (
             (0 <= segments[:, 0]) & (segments[:, 0] <= segments[:, 1]) & (segments[:, 1] <= lengths - 2 * self.flank)
         ).all():
@@ -306,7 +344,13 @@ class SpanShardSet:
         return len(self.label)
 
     def __getstate__(self) -> dict:
-        return {**self.__dict__, "_bases": None}  # each worker process maps the files itself
+        return {**self.__dict__, "_store": None}  # each worker process maps the store itself
+
+    @property
+    def store(self) -> GenomeStore:
+        if self._store is None:
+            self._store = open_genome_store(self.shard_dir, self.manifest, verify=False)  # checked by the parent
+        return self._store
 
     @property
     def between_n_fraction(self) -> np.ndarray:
@@ -314,18 +358,18 @@ class SpanShardSet:
         between = self.segments[:, 1] - self.segments[:, 0]
         return np.divide(self.between_n, between, out=np.zeros(len(self), dtype=np.float64), where=between > 0)
 
+    def coordinates(self, row: int) -> tuple[str, int, int]:
+        """(chrom, start, end) of pair `row`'s stored bases: its span and `flank` bases each side."""
+        start = int(self.span_start[row]) - self.flank
+        return self.chrom_names[int(self.chrom[row])], start, start + int(self.lengths[row])
+
     def packed(self, row: int) -> np.ndarray:
-        """uint8 [ceil(L / 2)]: the packed one-hot of pair `row` (a view into the memory map)."""
-        if self._bases is None:
-            self._bases = [map_safetensors(path)["bases"] for path in self.paths]
-        shard = int(np.searchsorted(self.starts, row, side="right")) - 1
-        local = row - self.starts[shard]
-        return self._bases[shard][self.offsets[shard][local] : self.offsets[shard][local + 1]]
+        """uint8 [ceil(L / 2)]: the packed one-hot of pair `row`, cut from the genome store."""
+        return self.store.packed(*self.coordinates(row))
 
     def onehot(self, row: int) -> np.ndarray:
-        """uint8 [L, 4]: pair `row` unpacked (channels A, C, G, T; N all zeros), padding trimmed."""
-        packed = self.packed(row)
-        return unpack(packed[None], 2 * len(packed))[0, : self.lengths[row]]  # an odd length: one pad base
+        """uint8 [L, 4]: pair `row` unpacked (channels A, C, G, T; N all zeros)."""
+        return self.store.one_hot(*self.coordinates(row))
 
 
 def load_split(shard_dir: str | Path | list, split: str, verify: bool = True):

@@ -26,15 +26,18 @@ as all-zero one-hot rows, as in the window shards, so positions along the span a
 length stay true. Each pair records how many between-segment bases are N (`between_n`), so
 spans that are mostly gap can be dropped or down-weighted later without re-reading the genome.
 
+Span shards hold coordinates, not sequence: a pair's bases are cut from the genome store
+(`epiformer.data.genome_store`, each base of the genome once, 4 bits a base) when its batch is
+made. Spans at real distances (25 kb to 2 Mb) overlap so much that storing each apart would
+hold the genome 25 times over; stored once, the sequence of every cell line's spans is the
+genome's half a byte a base, and a span shard is 80 bytes a pair.
+
 Stored layout (`{split}/shard-NNNNN.safetensors`, at most `shard_size` pairs, N rows):
 
-- `bases`: uint8 [total_bytes]. For each pair, the bases `[span_start - flank, span_end +
-  flank)` (L = span length + 2 * flank), one-hot [L, 4] (A, C, G, T; N all zeros) packed
-  exactly as `sequence.onehot` packs a window (4 bits a base, big bit order). An odd L
-  gets one all-zero nibble of padding, so every pair starts on a byte boundary; the pairs'
-  bytes are concatenated in row order.
-- `offsets`: int64 [N + 1], byte offsets of each pair in `bases` (`offsets[0] == 0`,
-  `offsets[-1] == len(bases)`, `offsets[i + 1] - offsets[i] == ceil(lengths[i] / 2)`).
+- `chrom`: int64 [N], the pair's chromosome: its position among the genome store's sequences
+  (the store manifest's `sequences`, the FASTA index's order).
+- `span_start`: int64 [N], the span's first base on the chromosome. The pair's stored
+  sequence is `[span_start - flank, span_end + flank)` (bases past a chromosome end are N).
 - `lengths`: int64 [N], stored bases of each pair (span length + 2 * flank).
 - `segments`: int64 [N, 2], (`first_end`, `second_start`) in span coordinates; add `flank`
   for positions in the stored sequence.
@@ -44,7 +47,9 @@ Stored layout (`{split}/shard-NNNNN.safetensors`, at most `shard_size` pairs, N 
 
 They are read back by `epiformer.data.shards.SpanShardSet` (with `load_split`, which tells the two
 kinds apart). `manifest.json` is written last, atomically, like the window shards': `format_version`
-(`SPAN_SHARD_FORMAT`) with `kind: "span"`, `windows` (the window spec, with the `max_span` that kept these pairs),
+(`SPAN_SHARD_FORMAT`) with `kind: "span"`, `genome_store` (`path`, the store's folder relative to the
+shard folder, and `manifest_sha256`, its manifest's checksum: a store rebuilt from another genome
+is refused), `windows` (the window spec, with the `max_span` that kept these pairs),
 `flank`, `channels`, `packing`, `split`, every shard's path, split, rows, positives, bases
 (sum of `lengths`) and SHA-256, and the inputs' checksums.
 """
@@ -52,6 +57,7 @@ kinds apart). `manifest.json` is written last, atomically, like the window shard
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -66,9 +72,8 @@ from epiformer.data.encode import (
     write_shard,
     write_shard_folder,
 )
-from epiformer.data.genome import Genome, N
-from epiformer.io.files import atomic_write_text
-from epiformer.sequence.onehot import pack_codes
+from epiformer.data.genome_store import GenomeStore, read_store_manifest
+from epiformer.io.files import atomic_write_text, sha256_file
 
 SPAN_COLUMNS = ["pair_id", "chrom", "span_start", "span_end", "first_end", "second_start", "enhancer_first", "distance"]
 
@@ -108,23 +113,26 @@ def span_coordinates(windows: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def encode_span_shard(genome: Genome, job: ShardJob, outdir: Path, flank: int) -> dict:
-    """Encode and write one span shard (layout in the module docstring); returns its manifest entry."""
+def encode_span_shard(store: GenomeStore, job: ShardJob, outdir: Path, flank: int) -> dict:
+    """Write one span shard (layout in the module docstring) of `job`'s pairs; returns its manifest entry."""
     spans = span_coordinates(job.windows)
-    packed, lengths, between_n = [], [], []
-    for chrom, start, end, first_end, second_start in spans[
-        ["chrom", "span_start", "span_end", "first_end", "second_start"]
-    ].itertuples(index=False):
-        codes = genome.fetch_many([chrom], [start - flank], [end + flank])[0]  # (L,) ASCII, N-padded
-        lengths.append(len(codes))
-        between_n.append(int((codes[flank + first_end : flank + second_start] == N).sum()))
-        if len(codes) % 2:
-            codes = np.append(codes, np.uint8(N))  # an N packs to a zero nibble: the pair ends on a byte boundary
-        packed.append(pack_codes(codes[None, :])[0])
+    chrom_index = {name: index for index, name in enumerate(store.sizes)}
+    unknown = [f"{chrom}" for chrom in spans["chrom"].unique() if chrom not in chrom_index]
+    if unknown:
+        raise ValueError(
+            f"Chromosomes {', '.join(unknown[:5])} of the windows table are not in the genome store {store.folder}: "
+            "the store was built from another genome. Re-run the genome_store step for this cell line's genome."
+        )
+    between_n = [
+        store.unknown_bases(chrom, start + first_end, start + second_start)
+        for chrom, start, first_end, second_start in spans[
+            ["chrom", "span_start", "first_end", "second_start"]
+        ].itertuples(index=False)
+    ]
     tensors = {
-        "bases": np.concatenate(packed),
-        "offsets": np.cumsum([0] + [len(p) for p in packed]).astype(np.int64),
-        "lengths": np.asarray(lengths, dtype=np.int64),
+        "chrom": spans["chrom"].map(chrom_index).to_numpy(np.int64),
+        "span_start": spans["span_start"].to_numpy(np.int64),
+        "lengths": spans["distance"].to_numpy(np.int64) + 2 * flank,
         "segments": np.ascontiguousarray(spans[["first_end", "second_start"]].to_numpy(np.int64)),  # C order:
         # a DataFrame gives a Fortran-ordered array, whose raw bytes safetensors would store transposed
         "enhancer_first": spans["enhancer_first"].to_numpy(np.uint8),
@@ -146,7 +154,7 @@ def encode_span_shard(genome: Genome, job: ShardJob, outdir: Path, flank: int) -
 
 def encode_span_shards(
     windows: pd.DataFrame,
-    genome_path: str | Path,
+    genome_store: str | Path,
     outdir: str | Path,
     flank: int,
     shard_size: int,
@@ -156,13 +164,15 @@ def encode_span_shards(
 ) -> dict:
     """Write every split's span shards and `manifest.json` under `outdir`; returns the manifest.
 
-    The same contract as `encode.encode_shards`: a re-run first clears what an interrupted
-    run left, the manifest is written last, and the bytes do not depend on `workers`.
+    Sequence comes from the genome store at `genome_store` (`encode_genome.build_store` of the
+    windows' genome). The same contract as `encode.encode_shards`: a re-run first clears what an
+    interrupted run left, the manifest is written last, and the bytes do not depend on `workers`.
     """
     span_coordinates(windows)  # pairs across chromosomes fail here, before any shard is written
     outdir = Path(outdir)
-    entries, genome_sha256 = write_shard_folder(
-        encode_span_shard, windows, genome_path, outdir, flank, shard_size, workers
+    store = read_store_manifest(genome_store)  # a missing or foreign store fails before any shard is written
+    entries = write_shard_folder(
+        encode_span_shard, windows, GenomeStore, genome_store, outdir, flank, shard_size, workers
     )
     stats = windows_stats or {}
     manifest = {
@@ -170,13 +180,17 @@ def encode_span_shards(
         "kind": SPAN_SHARDS,
         "epiformer_version": __version__,
         "channels": ALPHABET,
-        "packing": "per pair: numpy.packbits(onehot[L, 4].reshape(-1), bitorder='big'), an odd L padded with "
-        "a zero nibble; concatenated in `bases`, pair i at bases[offsets[i]:offsets[i + 1]]",
+        "packing": "coordinates only: pair i's sequence is the genome store's bases [span_start - flank, "
+        "span_end + flank) of sequence `chrom`, packed as the store packs them",
+        "genome_store": {
+            "path": os.path.relpath(Path(genome_store).resolve(), outdir.resolve()),
+            "manifest_sha256": sha256_file(Path(genome_store) / "manifest.json"),
+        },
         "windows": window_spec_of(windows, stats.get("windows")),
         "flank": flank,
         "split": split_record(windows_stats),
         "shards": entries,
-        "inputs": {"pairs_sha256": pairs_sha256, "genome_index_sha256": genome_sha256},
+        "inputs": {"pairs_sha256": pairs_sha256, "genome_index_sha256": store["genome"]["index_sha256"]},
     }
     atomic_write_text(outdir / "manifest.json", json.dumps(manifest, indent=2))
     return manifest

@@ -82,6 +82,29 @@ def write_bases(packed: np.ndarray, rows: np.ndarray, positions: np.ndarray, cod
         packed[r, byte] = kept | (nibble << 4 if high else nibble)
 
 
+def unpack_nibbles(packed: np.ndarray) -> np.ndarray:
+    """uint8 [B] packed -> uint8 [2B]: each base's 4 bits (base 2k from byte k's high nibble, 2k + 1 its low)."""
+    nibbles = np.empty(2 * len(packed), dtype=np.uint8)
+    nibbles[0::2], nibbles[1::2] = packed >> 4, packed & 0x0F
+    return nibbles
+
+
+def pack_nibbles(nibbles: np.ndarray) -> np.ndarray:
+    """uint8 [L] one nibble a base -> uint8 [ceil(L / 2)] packed; an odd L ends in a zero (N) nibble."""
+    if len(nibbles) % 2:
+        nibbles = np.append(nibbles, np.uint8(0))
+    return (nibbles[0::2] << 4) | nibbles[1::2]
+
+
+# How many of a packed byte's two bases are not A, C, G or T (an all-zero nibble): 0, 1 or 2.
+UNKNOWN_IN_BYTE = np.array([(byte >> 4 == 0) + (byte & 0x0F == 0) for byte in range(256)], dtype=np.int64)
+
+
+def count_unknown(packed: np.ndarray) -> int:
+    """Bases of a packed sequence that are not A, C, G or T (N; a padding nibble counts too)."""
+    return int(np.bincount(packed, minlength=256) @ UNKNOWN_IN_BYTE)
+
+
 def crop(onehot: np.ndarray, flank: int, shifts: np.ndarray) -> np.ndarray:
     """[B, L, 4] -> [B, L - 2 * flank, 4], each row starting at flank + its shift."""
     width = onehot.shape[1] - 2 * flank
