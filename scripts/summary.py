@@ -12,6 +12,7 @@ results = [
         description=entry["description"] or None,
         predictions=predictions,
         truth=entry["truth"] or None,
+        windows_stats=entry["windows_stats"],
     )
     for entry, metrics, predictions in zip(
         snakemake.params.results, snakemake.input.metrics, snakemake.input.predictions

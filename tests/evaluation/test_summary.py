@@ -53,6 +53,9 @@ EXISTING_COLUMNS = [
     "epochs_trained",
     "oracle_auroc",
     "element_ceiling_auroc",
+    "pairs_in",
+    "dropped_pairs",
+    "dropped_for_span",
 ]
 
 
@@ -153,7 +156,37 @@ def test_a_model_row_takes_its_values_from_metrics_json_and_model_json(tmp_path)
         "epochs_trained": 10,
         "oracle_auroc": None,
         "element_ceiling_auroc": None,
+        "pairs_in": None,
+        "dropped_pairs": None,
+        "dropped_for_span": None,
     }
+
+
+def test_pairs_dropped_for_their_span_are_counted_in_the_row_and_said_in_summary_md(tmp_path):
+    stats = {
+        "pairs_in": 1000,
+        "pairs_kept": 700,
+        "dropped": {"duplicate_row": 20, "span_longer_than_max_span": 270, "span_across_chromosomes": 10},
+    }
+    rows = []
+    for model, description in (("linear_span", DESCRIPTION), ("distance", None)):
+        result = ModelResult(
+            "cell_x",
+            model,
+            write_json(tmp_path / model / "metrics.json", METRICS_JSON),
+            write_json(tmp_path / "model.json", description) if description else None,
+            tmp_path / "predictions.tsv",
+            windows_stats=write_json(tmp_path / "windows_stats.json", stats),
+        )
+        rows.append(summary_row(result))
+    for row in rows:  # the model's and the baseline's alike: both are scored on the pairs kept
+        assert (row["pairs_in"], row["dropped_pairs"], row["dropped_for_span"]) == (1000, 300, 280)
+    markdown = to_markdown(pd.DataFrame(rows))
+    assert "cell_x: 280 of 1,000 pairs dropped for their span" in markdown and "300 dropped in all" in markdown
+    kept_all = {**stats, "pairs_kept": 980, "dropped": {"duplicate_row": 20}}
+    write_json(tmp_path / "windows_stats.json", kept_all)
+    row = summary_row(result)
+    assert row["dropped_for_span"] == 0 and "dropped for their span" not in to_markdown(pd.DataFrame([row]))
 
 
 def test_a_baseline_row_counts_its_coefficients_and_a_random_split_is_flagged(tmp_path):

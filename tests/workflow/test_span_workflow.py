@@ -79,4 +79,9 @@ def test_summary_has_the_input_column_the_ceiling_and_the_cost_figure(long_run):
     # The ceiling a model of the element windows can reach lies below the oracle, on the same test pairs.
     assert (summary["element_ceiling_auroc"] < summary["oracle_auroc"]).all()
     assert summary.loc["linear_span", "train_seconds"] > 0 and summary.loc["softmax_span", "peak_memory_mb"] > 0
+    # The pairs max_span dropped, for every model and baseline alike, are counted where results are read.
+    stats = json.loads((long_run / "demo_long" / "windows_stats.json").read_text())
+    dropped = stats["dropped"]["span_longer_than_max_span"] + stats["dropped"].get("span_across_chromosomes", 0)
+    assert dropped > 0 and (summary["dropped_for_span"] == dropped).all()
+    assert f"{dropped:,} of {stats['pairs_in']:,} pairs dropped for their span" in (long_run / "summary.md").read_text()
     assert_figure(long_run / "plots" / "cost.png")

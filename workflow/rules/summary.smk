@@ -8,6 +8,7 @@ rule summary:
         predictions=expand("results/{cell}/{model}/predictions.tsv", cell=CELL_LINES, model=EVALUATED),
         descriptions=[f"{model_dir(cell, model)}/model.json" for cell in CELL_LINES for model in MODELS],
         truths=[get_truth(cell) for cell in CELL_LINES if get_truth(cell)],
+        windows_stats=expand("results/{cell}/windows_stats.json", cell=CELL_LINES),
     output:
         tsv="results/summary.tsv",
         markdown="results/summary.md",
@@ -26,6 +27,7 @@ rule summary:
                 "cell_line": cell,
                 "model": model,
                 "truth": get_truth(cell),
+                "windows_stats": f"results/{cell}/windows_stats.json",
                 "description": f"{model_dir(cell, model)}/model.json" if model in MODELS else "",
             }
             for cell in CELL_LINES

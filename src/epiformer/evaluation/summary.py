@@ -10,7 +10,12 @@ allocation), epochs_trained (fewer than train.epochs when early stopping or the 
 train.max_minutes ended training; these five empty for baselines), oracle_auroc (empty unless the sample sheet
 names a truth table, as the demo does: the AUROC of the true interaction probabilities on
 the same test pairs), element_ceiling_auroc (the same for the best score the two element
-windows allow, when the truth table has `p_elements`, as the long demo's does). Then, for
+windows allow, when the truth table has `p_elements`, as the long demo's does), pairs_in,
+dropped_pairs and dropped_for_span (from the cell line's windows_stats.json: the pairs the
+windows stage read, those it dropped for any reason, and those of them dropped because a
+span model could not read their span: longer than `windows.max_span`, or across
+chromosomes; the same for every model and baseline of the cell line, since all are scored on
+the pairs kept; empty without the stats). Then, for
 each baseline b (in the order of the results), the paired comparison of a Transformer with
 b on the same cell line's test pairs: auroc_diff_b, auroc_diff_b_lo, auroc_diff_b_hi, auprc_diff_b, auprc_diff_b_lo,
 auprc_diff_b_hi (model minus baseline and its paired bootstrap 95% interval; empty on
@@ -53,6 +58,23 @@ class ModelResult:
     description: Path | None  # model.json; None for a baseline
     predictions: Path
     truth: Path | None = None
+    windows_stats: Path | None = None  # the cell line's windows_stats.json: what the windows stage dropped
+
+
+SPAN_DROP_REASONS = ("span_longer_than_max_span", "span_across_chromosomes")  # data.windows' reasons
+
+
+def dropped_counts(windows_stats: Path | None) -> dict:
+    """pairs_in, dropped_pairs and dropped_for_span of a windows_stats.json (all None without one)."""
+    if windows_stats is None:
+        return {"pairs_in": None, "dropped_pairs": None, "dropped_for_span": None}
+    stats = json.loads(Path(windows_stats).read_text())
+    dropped = stats.get("dropped", {})
+    return {
+        "pairs_in": stats["pairs_in"],
+        "dropped_pairs": stats["pairs_in"] - stats["pairs_kept"],
+        "dropped_for_span": sum(int(dropped.get(reason, 0)) for reason in SPAN_DROP_REASONS),
+    }
 
 
 def oracle_auroc(predictions: Path, truth: Path) -> float:
@@ -96,6 +118,7 @@ def summary_row(result: ModelResult) -> dict:
         **(_cost(description) if description else _baseline_cost(metrics)),
         "oracle_auroc": oracle_auroc(result.predictions, result.truth) if result.truth else None,
         "element_ceiling_auroc": element_ceiling_auroc(result.predictions, result.truth) if result.truth else None,
+        **dropped_counts(result.windows_stats),
     }
 
 
@@ -272,9 +295,18 @@ def results_in_folder(results: Path, models: list[str] | None = None) -> list[Mo
                 return candidate
         return None
 
+    def stats(folder: Path) -> Path | None:
+        path = folder.parent / "windows_stats.json"
+        return path if path.is_file() else None
+
     entries = [
         ModelResult(
-            folder.parent.name, folder.name, folder / "metrics.json", description(folder), folder / "predictions.tsv"
+            folder.parent.name,
+            folder.name,
+            folder / "metrics.json",
+            description(folder),
+            folder / "predictions.tsv",
+            windows_stats=stats(folder),
         )
         for folder in found
     ]
@@ -303,9 +335,25 @@ def to_markdown(table: pd.DataFrame, paired: pd.DataFrame | None = None) -> str:
             f"{row.auprc:.3f} ({row.auprc_lo:.3f}-{row.auprc_hi:.3f}) | {_number(row.f1)} | {_number(row.mcc)} | "
             f"{_number(row.oracle_auroc)} | {row.parameters} | {_number(row.train_seconds, '.0f')} |"
         )
+    lines += dropped_markdown(table)
     if paired is not None and len(paired):
         lines += ["", *paired_markdown(paired)]
     return "\n".join(lines) + "\n"
+
+
+def dropped_markdown(table: pd.DataFrame) -> list[str]:
+    """A line per cell line whose windows stage dropped pairs for their span: how many, of how many."""
+    if "dropped_for_span" not in table or table["dropped_for_span"].fillna(0).eq(0).all():
+        return []
+    lines = [""]
+    for row in table.drop_duplicates("cell_line").itertuples():
+        if row.dropped_for_span and not pd.isna(row.dropped_for_span):
+            lines.append(
+                f"{row.cell_line}: {int(row.dropped_for_span):,} of {int(row.pairs_in):,} pairs dropped for their span "
+                "(longer than windows.max_span, or across chromosomes), for every model and baseline alike; "
+                f"{int(row.dropped_pairs):,} dropped in all (windows_stats.json)."
+            )
+    return lines
 
 
 def paired_markdown(paired: pd.DataFrame) -> list[str]:
