@@ -229,10 +229,6 @@ def broken_model(finished, tmp_path, case):
         description = json.loads((folder / "model.json").read_text())
         del description["windows"]
         (folder / "model.json").write_text(json.dumps(description))
-    elif case == "span model":
-        description = json.loads((folder / "model.json").read_text())
-        description["model"]["input"] = "span"
-        (folder / "model.json").write_text(json.dumps(description))
     elif case == "weights of another model":
         description = json.loads((folder / "model.json").read_text())
         description["model"]["d_model"] = 32
@@ -251,7 +247,6 @@ MODEL_CASES = {
     "not json": ["model.json is not a model", "Re-run training"],
     "no windows": ["model.json is not a model"],
     "weights of another model": ["does not load", "belong together"],
-    "span model": ["is a span model", "element-window models only"],
     "truncated weights": ["does not load"],
 }
 

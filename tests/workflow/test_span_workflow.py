@@ -85,3 +85,30 @@ def test_summary_has_the_input_column_the_ceiling_and_the_cost_figure(long_run):
     assert dropped > 0 and (summary["dropped_for_span"] == dropped).all()
     assert f"{dropped:,} of {stats['pairs_in']:,} pairs dropped for their span" in (long_run / "summary.md").read_text()
     assert_figure(long_run / "plots" / "cost.png")
+
+
+def test_epiformer_predict_scores_a_span_model_as_the_workflow_did(long_run, tmp_path):
+    """The whole pairs file through `epiformer predict`: every test pair scored as evaluation scored it (1e-6),
+    in batches of another size; pairs whose span is longer than the model's max_span left unscored, by reason."""
+    import subprocess
+    import sys
+
+    folder = long_run.parent
+    model_dir = long_run / "demo_long" / "linear_span"
+    run = subprocess.run(
+        [sys.executable, "-m", "epiformer.cli", "predict", "--model", str(model_dir),
+         "--genome", str(folder / "resources/demo_long/genome.fa"),
+         "--pairs", str(folder / "resources/demo_long/demo_long.pairs.csv"), "--out", str(tmp_path / "scores.tsv")],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "reads spans" in run.stderr
+    scores = pd.read_csv(tmp_path / "scores.tsv", sep="\t").set_index("pair_id")["score"]
+    workflow = pd.read_csv(model_dir / "predictions.tsv", sep="\t").set_index("pair_id")["score"]
+    assert set(workflow.index) <= set(scores.index)
+    assert (scores.loc[workflow.index] - workflow).abs().max() < 1e-6
+    unscored = pd.read_csv(tmp_path / "scores.unscored.tsv", sep="\t")
+    stats = json.loads((long_run / "demo_long" / "windows_stats.json").read_text())
+    assert (unscored["reason"] == "span_longer_than_max_span").sum() == stats["dropped"]["span_longer_than_max_span"]
+    windows = pd.read_csv(long_run / "demo_long" / "windows.tsv", sep="\t")
+    assert sorted(scores.index) == sorted(windows["pair_id"])  # exactly the pairs the windows stage kept

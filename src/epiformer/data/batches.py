@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from epiformer.constants import ELEMENTS, SEGMENT_IDS
-from epiformer.data.shards import ShardSet, SpanShardSet
+from epiformer.data.shards import ShardSet, Spans
 from epiformer.sequence.onehot import crop, reverse_complement, unpack
 
 
@@ -228,7 +228,7 @@ def model_batches(model_input: str, data, batch_size: int, max_tokens: int, patc
     `elements`: PairBatches of `batch_size` pairs from window shards; `span`: SpanBatches of at
     most `max_tokens` model tokens (`patch_size` bases each) from span shards.
     """
-    spans = isinstance(data, SpanShardSet)
+    spans = isinstance(data, Spans)
     if (model_input == "span") != spans:
         given = "span shards" if spans else "element-window shards"
         wanted = "span shards (results/{cell}/span_shards)" if model_input == "span" else "element-window shards"

@@ -32,6 +32,7 @@ from epiformer.constants import ALPHABET
 from epiformer.data.chromosomes import GenomeError, fai_path
 from epiformer.io.bgzf import gzip_kind
 from epiformer.io.files import sha256_file, temporary_path
+from epiformer.sequence.onehot import one_hot
 
 N = ord("N")
 CLEAN_TABLE = np.full(256, N, dtype=np.uint8)
@@ -207,6 +208,10 @@ class Genome:
                 cleaned = self._cleaned(chrom, inner_start, inner_end)
                 out[row, inner_start - start : inner_end - start] = np.frombuffer(cleaned, dtype=np.uint8)
         return out
+
+    def one_hot(self, chrom: str, start: int, end: int) -> np.ndarray:
+        """uint8 [L, 4] one-hot of bases [start, end) (N and past the chromosome ends: all zeros), as GenomeStore's."""
+        return one_hot(self.fetch_many([chrom], [start], [end]))[0]
 
     def index_sha256(self) -> str:
         """Checksum of the FASTA index: names, lengths and layout of every sequence."""

@@ -278,26 +278,82 @@ def open_genome_store(shard_dir: Path, manifest: dict, verify: bool) -> GenomeSt
     return store
 
 
-class SpanShardSet:
-    """One split's span shards: per-pair tensors read eagerly, each pair's bases cut from the genome store.
+class Spans:
+    """Pairs as spans: coordinates, segments and labels, each span's bases cut from a sequence source on demand.
 
-    `chrom` int64 [N] (the store's sequence index), `span_start` int64 [N], `lengths` int64 [N]
-    (stored bases), `segments` int64 [N, 2] (span coordinates), `enhancer_first` bool [N],
-    `between_n` int64 [N], `label` uint8 [N], `pair_id` int64 [N], `distance` int64 [N] (span
-    length), `source` int64 [N] (all 0), `flank`; `packed(row)` and `onehot(row)` give one pair.
+    `source` is anything with `one_hot(chrom, start, end)` (uint8 [L, 4], N and past the
+    chromosome ends all zeros): the genome store for span shards (`SpanShardSet`), the genome
+    FASTA for new pairs (`spans_of_windows`). `chrom_names` [C]; per pair: `chrom` int64 [N]
+    (into chrom_names), `span_start` int64 [N], `lengths` int64 [N] (stored bases: span + 2 *
+    flank), `segments` int64 [N, 2] (span coordinates), `enhancer_first` bool [N], `label`
+    uint8 [N], `pair_id` int64 [N], `distance` int64 [N] (span length), `source` int64 [N]
+    (all 0: spans are not pooled across cell lines), `flank`.
     """
 
-    EAGER = (
-        "chrom",
-        "span_start",
-        "lengths",
-        "segments",
-        "enhancer_first",
-        "between_n",
-        "label",
-        "pair_id",
-        "distance",
+    def __init__(
+        self, source, chrom_names, chrom, span_start, lengths, segments, enhancer_first, label, pair_id, flank: int
+    ):
+        self._source, self.chrom_names, self.flank = source, list(chrom_names), int(flank)
+        self.chrom = np.asarray(chrom, dtype=np.int64)
+        self.span_start = np.asarray(span_start, dtype=np.int64)
+        self.lengths = np.asarray(lengths, dtype=np.int64)
+        self.segments = np.asarray(segments, dtype=np.int64).reshape(-1, 2)
+        self.enhancer_first = np.asarray(enhancer_first).astype(bool)
+        self.label = np.asarray(label, dtype=np.uint8)
+        self.pair_id = np.asarray(pair_id, dtype=np.int64)
+        self.source = np.zeros(len(self.label), dtype=np.int64)
+        if len(self.chrom) and not (0 <= self.chrom.min() and self.chrom.max() < len(self.chrom_names)):
+            raise ShardError(f"chromosome indices outside the source's {len(self.chrom_names)} sequences.")
+
+    @property
+    def distance(self) -> np.ndarray:
+        """int64 [N]: each span's length (not windows.tsv's centre-to-centre distance)."""
+        return self.lengths - 2 * self.flank
+
+    def __len__(self) -> int:
+        return len(self.label)
+
+    @property
+    def sequence_source(self):
+        return self._source
+
+    def coordinates(self, row: int) -> tuple[str, int, int]:
+        """(chrom, start, end) of pair `row`'s stored bases: its span and `flank` bases each side."""
+        start = int(self.span_start[row]) - self.flank
+        return self.chrom_names[int(self.chrom[row])], start, start + int(self.lengths[row])
+
+    def onehot(self, row: int) -> np.ndarray:
+        """uint8 [L, 4]: pair `row`'s bases, flanks included (channels A, C, G, T; N all zeros)."""
+        return self.sequence_source.one_hot(*self.coordinates(row))
+
+
+def spans_of_windows(windows, source, chrom_names, flank: int = 0) -> Spans:
+    """The spans of a windows table (`data.spans.span_coordinates`) over `source`, for scoring: labels 0 when absent."""
+    from epiformer.data.spans import span_coordinates
+
+    spans = span_coordinates(windows)
+    index = {name: position for position, name in enumerate(chrom_names)}
+    label = windows["label"].to_numpy() if "label" in windows else np.zeros(len(windows), dtype=np.uint8)
+    return Spans(
+        source,
+        chrom_names,
+        spans["chrom"].map(index).to_numpy(np.int64),
+        spans["span_start"].to_numpy(),
+        spans["distance"].to_numpy(np.int64) + 2 * flank,
+        spans[["first_end", "second_start"]].to_numpy(),
+        spans["enhancer_first"].to_numpy(),
+        label,
+        spans["pair_id"].to_numpy(),
+        flank,
     )
+
+
+class SpanShardSet(Spans):
+    """One split's span shards: `Spans` whose per-pair tensors are read from the shards, eagerly, and whose
+    bases are cut from the genome store the manifest names; also `between_n` int64 [N] and `packed(row)`.
+    """
+
+    EAGER = ("chrom", "span_start", "lengths", "segments", "enhancer_first", "label", "pair_id", "between_n")
 
     def __init__(self, shard_dir: str | Path, split: str, verify: bool = True):
         manifest = load_span_manifest(shard_dir)
@@ -313,19 +369,18 @@ class SpanShardSet:
             tensors = self._check(path, entry, verify)
             for name in self.EAGER:
                 columns[name].append(np.array(tensors[name]))
-        for name, parts in columns.items():
-            setattr(self, name, np.concatenate(parts))
-        self.enhancer_first = self.enhancer_first.astype(bool)
-        self.source = np.zeros(len(self.label), dtype=np.int64)  # one folder: spans are not pooled across cell lines
-        self._store: GenomeStore | None = open_genome_store(self.shard_dir, manifest, verify)
-        self.chrom_names = list(self._store.sizes)
-        if len(self.chrom) and not (0 <= self.chrom.min() and self.chrom.max() < len(self.chrom_names)):
-            raise ShardError(f"{shard_dir}: chromosome indices outside the genome store's {len(self.chrom_names)}.")
+        column = {name: np.concatenate(parts) for name, parts in columns.items()}
+        self.between_n = column.pop("between_n")
+        store = open_genome_store(self.shard_dir, manifest, verify)
+        try:
+            super().__init__(store, list(store.sizes), **column, flank=self.flank)
+        except ShardError as error:
+            raise ShardError(f"{shard_dir}: {error} Re-encode the spans.") from None
 
     def _check(self, path: Path, entry: dict, verify: bool) -> dict[str, np.memmap]:
         tensors = open_shard(path, entry, verify, step="the span encode step")
         rows = entry["rows"]
-        expected = {name: (rows,) for name in self.EAGER} | {"segments": (rows, 2)}
+        expected = {name: (rows,) for name in (*self.EAGER, "distance")} | {"segments": (rows, 2)}
         for name, shape in expected.items():
             if name not in tensors or tensors[name].shape != shape:
                 raise ShardError(
@@ -340,17 +395,14 @@ class SpanShardSet:
             raise ShardError(f"{path}: segment boundaries outside their spans (flank {self.flank}); re-encode.")
         return tensors
 
-    def __len__(self) -> int:
-        return len(self.label)
-
     def __getstate__(self) -> dict:
-        return {**self.__dict__, "_store": None}  # each worker process maps the store itself
+        return {**self.__dict__, "_source": None}  # each worker process maps the store itself
 
     @property
-    def store(self) -> GenomeStore:
-        if self._store is None:
-            self._store = open_genome_store(self.shard_dir, self.manifest, verify=False)  # checked by the parent
-        return self._store
+    def sequence_source(self) -> GenomeStore:
+        if self._source is None:
+            self._source = open_genome_store(self.shard_dir, self.manifest, verify=False)  # checked by the parent
+        return self._source
 
     @property
     def between_n_fraction(self) -> np.ndarray:
@@ -358,18 +410,9 @@ class SpanShardSet:
         between = self.segments[:, 1] - self.segments[:, 0]
         return np.divide(self.between_n, between, out=np.zeros(len(self), dtype=np.float64), where=between > 0)
 
-    def coordinates(self, row: int) -> tuple[str, int, int]:
-        """(chrom, start, end) of pair `row`'s stored bases: its span and `flank` bases each side."""
-        start = int(self.span_start[row]) - self.flank
-        return self.chrom_names[int(self.chrom[row])], start, start + int(self.lengths[row])
-
     def packed(self, row: int) -> np.ndarray:
         """uint8 [ceil(L / 2)]: the packed one-hot of pair `row`, cut from the genome store."""
-        return self.store.packed(*self.coordinates(row))
-
-    def onehot(self, row: int) -> np.ndarray:
-        """uint8 [L, 4]: pair `row` unpacked (channels A, C, G, T; N all zeros)."""
-        return self.store.one_hot(*self.coordinates(row))
+        return self.sequence_source.packed(*self.coordinates(row))
 
 
 def load_split(shard_dir: str | Path | list, split: str, verify: bool = True):

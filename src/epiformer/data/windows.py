@@ -198,12 +198,14 @@ def window_spec_for(
 ) -> WindowSpec:
     """The WindowSpec to place new pairs' windows for a trained model: model.json's `windows`; given values override.
 
-    Scoring reads element windows, whatever else the training run read: a run that also
-    trained span models dropped pairs without a span (`max_span`), which must not drop pairs
-    here.
+    An element model reads element windows, whatever else its training run read: a run that
+    also trained span models dropped pairs without a span (`max_span`), which must not drop
+    pairs here. A span model keeps its `max_span`: a span longer than any it was trained on,
+    or none (across chromosomes), is left unscored.
     """
     trained = dict(description["windows"])
-    settings = {**trained, "max_span": None}
+    reads_spans = description.get("model", {}).get("input") == "span"
+    settings = {**trained, "max_span": trained.get("max_span") if reads_spans else None}
     for key, value in {"edge": edge, "max_n_fraction": max_n_fraction, "allow_trans": allow_trans}.items():
         if value is None:
             continue

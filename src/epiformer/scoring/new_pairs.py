@@ -2,8 +2,10 @@
 
 `epiformer predict` and `epiformer variants` share these steps, so that a pair scores the
 same in both and as in evaluation: the model's recorded window settings
-(`data.windows.window_spec_for`), centred windows, no augmentation. Pairs are encoded and
-scored `CHUNK_PAIRS` at a time, so memory stays flat for inputs of any size.
+(`data.windows.window_spec_for`), centred windows, no augmentation. An element model's pairs
+are encoded and scored `CHUNK_PAIRS` at a time, so memory stays flat for inputs of any size;
+a span model's spans are coordinates whose bases are read from the genome batch by batch,
+batched by length within a budget of model tokens, as in evaluation.
 """
 
 from __future__ import annotations
@@ -18,11 +20,11 @@ import torch
 from epiformer.data.encode import encode_windows
 from epiformer.data.genome import Genome
 from epiformer.data.pairs import PairsError, read_pairs
-from epiformer.data.shards import PackedPairs
+from epiformer.data.shards import PackedPairs, spans_of_windows
 from epiformer.data.windows import WindowSpec, window_spec_for
 from epiformer.inference.trained_model import load_trained_model, predict_split
 from epiformer.io.runlog import progress
-from epiformer.model.configs import SCORING_BATCH_SIZE
+from epiformer.model.configs import SCORING_BATCH_SIZE, SCORING_TOKENS
 from epiformer.model.transformer import EPITransformer
 
 log = logging.getLogger(__name__)
@@ -58,27 +60,52 @@ def score_windows(
     return pd.DataFrame({"pair_id": np.concatenate(ids), "score": np.concatenate(scores)})
 
 
+def score_spans(
+    model: EPITransformer,
+    genome: Genome,
+    windows: pd.DataFrame,
+    device: torch.device | str = "cpu",
+    max_tokens: int = SCORING_TOKENS,
+) -> pd.DataFrame:
+    """`pair_id, score` for the span of every row of a windows table (a span model), in row order."""
+    spans = spans_of_windows(windows, genome, list(genome.sizes))
+    scores, _, ids = predict_split(model, spans, device=torch.device(device), max_tokens=max_tokens)
+    return pd.DataFrame({"pair_id": ids, "score": scores})
+
+
+def score_pairs(model, genome, windows, batch_size: int, device, max_tokens: int = SCORING_TOKENS) -> pd.DataFrame:
+    """`pair_id, score` of every row of a windows table, by what the model reads: element windows or spans."""
+    if model.config.input == "span":
+        return score_spans(model, genome, windows, device, max_tokens)
+    return score_windows(model, genome, windows, batch_size, device)
+
+
 def load_scoring_model(
     model_dir: str | Path,
     device: torch.device | str = "cpu",
     edge: str | None = None,
     max_n_fraction: float | None = None,
     allow_trans: bool | None = None,
-    command: str = "epiformer predict",
+    command: str | None = None,
 ) -> tuple[EPITransformer, WindowSpec]:
-    """The model of a folder and the WindowSpec to score with (model.json's, with the given overrides), logged."""
+    """The model of a folder and the WindowSpec to score with (model.json's, with the given overrides), logged.
+
+    `command` names a command that scores element-window models only: a span model is refused for it.
+    """
     model, description = load_trained_model(model_dir, device, elements_only_for=command)
     spec = window_spec_for(description, edge, max_n_fraction, allow_trans)
     log.info(
-        "Model %s (%s attention): windows of %d bp (enhancer) and %d bp (promoter), edge=%s, max_n_fraction=%s, "
-        "allow_trans=%s",
+        "Model %s (%s attention, reads %s): windows of %d bp (enhancer) and %d bp (promoter), edge=%s, "
+        "max_n_fraction=%s, allow_trans=%s%s",
         model_dir,
         description["model"].get("attention"),
+        "spans" if spec.max_span is not None else "element windows",
         spec.enhancer_width,
         spec.promoter_width,
         spec.edge,
         spec.max_n_fraction,
         spec.allow_trans,
+        f", spans up to {spec.max_span:,} bp" if spec.max_span is not None else "",
     )
     return model, spec
 

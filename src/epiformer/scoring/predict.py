@@ -4,7 +4,9 @@ Inputs: a model folder (`results/{cell}/{model}`: `model.json` + `model.safetens
 genome FASTA (any build; an index `.fai` is made beside it if missing) and a pairs file,
 TargetFinder CSV or BEDPE (`epiformer.data.pairs`), with or without labels.
 
-The workflow's own code does every step, so a pair scores here as it does in evaluation:
+Element-window models and span models alike (a span model reads everything from the first
+element window to the second: `data.spans`). The workflow's own code does every step, so a
+pair scores here as it does in evaluation:
 `data.windows.place_pair_windows` places windows with the widths and settings recorded in
 `model.json` (edge handling, N filter, trans pairs), `data.encode.encode_windows` encodes
 them, and `inference.trained_model.predict_split` batches them through
@@ -19,8 +21,9 @@ Outputs, each written atomically:
 - unscored TSV: `pair_id, line, reason` for every pair that could not be scored (`line` is
   the 1-based line of the pairs file); only a header when every pair was scored. Reasons
   are the windows stage's (`{enhancer,promoter}_window_off_chromosome`,
-  `{enhancer,promoter}_window_mostly_n`) and `trans_pair` (elements on different
-  chromosomes, for a model trained without `windows.allow_trans`).
+  `{enhancer,promoter}_window_mostly_n`, and for a span model `span_longer_than_max_span`,
+  a span longer than the model's `windows.max_span`) and `trans_pair` (elements on different
+  chromosomes, for a model trained without `windows.allow_trans`; a span model never scores them).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from epiformer.scoring.new_pairs import (
     SCORE_FORMAT,
     load_scoring_model,
     read_pairs_to_score,
-    score_windows,
+    score_pairs,
     unscored_pair_lines,
     unscored_path_for,
 )
@@ -69,7 +72,7 @@ def predict_pairs(
     pairs = read_pairs_to_score(pairs_path)
     with Genome(genome_path) as genome:
         windows, unscored = place_pair_windows(pairs, genome, spec)
-        scores = score_windows(model, genome, windows, batch_size, device)
+        scores = score_pairs(model, genome, windows, batch_size, device)
     unscored = unscored_pair_lines(unscored, pairs)
     atomic_write_text(out_path, scores.sort_values("pair_id").to_csv(sep="\t", index=False, float_format=SCORE_FORMAT))
     atomic_write_text(unscored_path, unscored.to_csv(sep="\t", index=False))
