@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import shutil
 import subprocess
 import sys
 
@@ -15,7 +13,7 @@ import pytest
 from epiformer.data.genome import Genome
 from epiformer.data.pairs import read_pairs
 from epiformer.data.windows import place_pair_windows, window_spec_for
-from epiformer.inference.trained_model import ModelError, read_model_description
+from epiformer.inference.trained_model import read_model_description
 from epiformer.io.vcf import VcfError
 from epiformer.scoring.new_pairs import packed_pairs
 from epiformer.scoring.predict import predict_pairs
@@ -367,17 +365,6 @@ def test_the_cli_reports_a_bad_vcf_in_one_line_and_exits_1(setup, tmp_path):
     )  # fmt: skip
     assert run.returncode == 1 and f"line {line}" in run.stderr and "Traceback" not in run.stderr
     assert not (tmp_path / "variants.tsv").exists() and not (tmp_path / "variants.unscored.tsv").exists()
-
-
-def test_span_models_are_refused_naming_the_command(setup, tmp_path):
-    model = tmp_path / "span_model"
-    shutil.copytree(setup["model"], model)
-    description = json.loads((model / "model.json").read_text())
-    description["model"]["input"] = "span"
-    (model / "model.json").write_text(json.dumps(description))
-    vcf, _ = bad_vcf(setup, tmp_path, "")
-    with pytest.raises(ModelError, match="`epiformer variants` scores element-window models only"):
-        score_variants(model, setup["genome"], setup["pairs"], vcf, tmp_path / "variants.tsv")
 
 
 def test_interval_union_merges_overlapping_and_touching_windows():

@@ -112,3 +112,78 @@ def test_epiformer_predict_scores_a_span_model_as_the_workflow_did(long_run, tmp
     assert (unscored["reason"] == "span_longer_than_max_span").sum() == stats["dropped"]["span_longer_than_max_span"]
     windows = pd.read_csv(long_run / "demo_long" / "windows.tsv", sep="\t")
     assert sorted(scores.index) == sorted(windows["pair_id"])  # exactly the pairs the windows stage kept
+
+
+def mutated_fasta(source, target, chrom: str, start: int, alt: str):
+    """A copy of FASTA `source` with base `start` (0-based) of `chrom` replaced by `alt`."""
+    sequences, name = {}, None
+    for line in open(source):
+        if line.startswith(">"):
+            name = line[1:].split()[0]
+            sequences[name] = []
+        else:
+            sequences[name].append(line.strip())
+    bases = "".join(sequences[chrom])
+    sequences[chrom] = [bases[:start] + alt + bases[start + 1 :]]
+    with open(target, "w") as handle:
+        for name, parts in sequences.items():
+            sequence = "".join(parts)
+            handle.write(f">{name}\n" + "".join(sequence[i : i + 60] + "\n" for i in range(0, len(sequence), 60)))
+    return target
+
+
+def test_epiformer_variants_scores_a_span_model_anywhere_in_the_span_as_predict_on_the_mutated_genome(
+    long_run, tmp_path
+):
+    from epiformer.data.genome import Genome
+    from epiformer.data.spans import span_coordinates
+    from epiformer.scoring.predict import predict_pairs
+    from epiformer.scoring.variants import score_variants
+
+    folder = long_run.parent
+    genome_path = folder / "resources/demo_long/genome.fa"
+    model_dir = long_run / "demo_long" / "linear_span"
+    windows = pd.read_csv(long_run / "demo_long" / "windows.tsv", sep="\t")
+    pairs = pd.read_csv(folder / "resources/demo_long/demo_long.pairs.csv")
+    chosen = windows[windows["split"] == "test"].head(3)
+    subset = pairs.loc[chosen["pair_id"]].reset_index(drop=True)  # pair_id: the row in the subset file
+    subset.to_csv(tmp_path / "pairs.csv", index=False)
+    span = span_coordinates(chosen.reset_index(drop=True)).iloc[0]
+    assert span.second_start - span.first_end > 100  # the first pair has bases between its elements
+    offsets = {
+        "first element": 5,
+        "between": (span.first_end + span.second_start) // 2,
+        "second element": span.distance - 5,
+    }
+    with Genome(genome_path) as genome:
+        records = []
+        for offset in offsets.values():
+            position = int(span.span_start + offset)
+            ref = genome.fetch(span.chrom, position, position + 1).decode().upper()
+            records.append((span.chrom, position, ref, "A" if ref != "A" else "C"))
+        sizes = genome.sizes
+    far = sizes[span.chrom] - 1  # the chromosome's last base: in no span of the three pairs
+    with Genome(genome_path) as genome:
+        records.append((span.chrom, far, genome.fetch(span.chrom, far, far + 1).decode().upper(), "G"))
+    vcf = tmp_path / "variants.vcf"
+    vcf.write_text(
+        "##fileformat=VCFv4.2\n"
+        + "".join(f"##contig=<ID={name},length={length}>\n" for name, length in sizes.items())
+        + "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
+        + "".join(f"{c}\t{p + 1}\tv{i}\t{r}\t{a}\t.\t.\t.\n" for i, (c, p, r, a) in enumerate(records))
+    )
+    score_variants(model_dir, genome_path, tmp_path / "pairs.csv", vcf, tmp_path / "variants.tsv")
+    rows = pd.read_csv(tmp_path / "variants.tsv", sep="\t")
+    first = rows[rows["pair_id"] == 0].set_index("id")
+    first_element, second_element = ("enhancer", "promoter") if span.enhancer_first else ("promoter", "enhancer")
+    assert first.loc[["v0", "v1", "v2"], "element"].tolist() == [first_element, "between", second_element]
+    assert (first["delta"].abs() > 0).all()  # every base of the span counts, between the elements too
+    unscored = pd.read_csv(tmp_path / "variants.unscored.tsv", sep="\t")
+    assert unscored["reason"].tolist() == ["outside_every_window"]
+    for (chrom, position, alt), carried_rows in rows.groupby(["chrom", "pos", "alt"]):
+        mutated = mutated_fasta(genome_path, tmp_path / "mutated.fa", chrom, position - 1, alt)
+        (tmp_path / "mutated.fa.fai").unlink(missing_ok=True)
+        predict_pairs(model_dir, mutated, tmp_path / "pairs.csv", tmp_path / "carrying.tsv")
+        carried = pd.read_csv(tmp_path / "carrying.tsv", sep="\t").set_index("pair_id")["score"]
+        assert (carried.loc[carried_rows["pair_id"]].to_numpy() - carried_rows["alt_score"].to_numpy()).max() < 1e-6
+        assert (carried.loc[carried_rows["pair_id"]].to_numpy() - carried_rows["alt_score"].to_numpy()).min() > -1e-6

@@ -72,9 +72,9 @@ def model_config(model):
 
 SPAN_MODELS = [name for name in MODELS if model_config(name).get("input") == "span"]
 # Variant effects (the variants rule; `epiformer variants`): for each cell line whose sample sheet row
-# gives a `vcf`, by each of its own element-window models (span models cannot score them yet).
+# gives a `vcf`, by each of its own models (a span model scores a variant anywhere in a pair's span).
 VARIANT_CELLS = [cell for cell in CELL_LINES if "vcf" in samples.columns and samples.loc[cell, "vcf"]]
-# Models of one cell line that read element windows: what `epiformer predict`, variants and explain take.
+# Models of one cell line that read element windows: what explain takes.
 ELEMENT_MODELS = [name for name in CELL_MODELS if name not in SPAN_MODELS]
 
 
@@ -216,7 +216,7 @@ def all_outputs():
         expand("results/plots/pooled/{model}.training.png", model=POOLED_MODELS),
         expand("results/transfer/{model}.tsv", model=CELL_MODELS),
         expand("results/plots/transfer/{model}.png", model=CELL_MODELS),
-        expand("results/{cell}/{model}/variants.tsv", cell=VARIANT_CELLS, model=ELEMENT_MODELS),
+        expand("results/{cell}/{model}/variants.tsv", cell=VARIANT_CELLS, model=CELL_MODELS),
         "results/plots/comparison.png",
         "results/plots/cost.png",
         "results/plots/scaling_reference.png",

@@ -15,7 +15,7 @@ rule variants:
         "logs/{cell}/{model}/variants.usage.tsv"
     wildcard_constraints:
         cell=regex_of(VARIANT_CELLS),
-        model=regex_of(ELEMENT_MODELS),
+        model=regex_of(CELL_MODELS),
     conda:
         "../../envs/pytorch.yaml"
     threads: 1

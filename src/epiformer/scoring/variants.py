@@ -9,10 +9,16 @@ model: `alt_score` is the score predict gives that pair on the genome carrying t
 allele (tested). SNVs and equal-length substitutions (MNVs) are scored; indels are not, as
 they would shift every base after them.
 
+A span model reads everything from the first element window to the second, so a variant
+anywhere in a pair's span is scored, between the elements included: its copy of the span
+reads the genome's bases with the allele written in (`AlleleSpans`), and `element` is the
+segment of the span holding the allele's first base: enhancer, promoter or between.
+
 Outputs, both written only once every check has passed:
 - variants TSV (VARIANT_COLUMNS): one row per (pair, allele), by pair_id then pos then VCF
   line. `pos` is 1-based as in the VCF; `element` is enhancer, promoter or both (the
-  windows the allele overlaps); `delta` = alt_score - ref_score; scores as predict writes
+  windows the allele overlaps; for a span model, enhancer, promoter or between, the segment
+  of its first base); `delta` = alt_score - ref_score; scores as predict writes
   them (SCORE_FORMAT). A multi-allelic record gives one row per ALT allele.
 - unscored TSV (UNSCORED_VARIANT_COLUMNS): one row per allele that no pair scores, in file
   order, with the reason (UNSCORED_REASONS).
@@ -38,13 +44,14 @@ import torch
 from epiformer.constants import ALPHABET, ELEMENTS, WINDOW_FIELDS
 from epiformer.data.chromosomes import flip_chr
 from epiformer.data.genome import Genome
-from epiformer.data.shards import PackedPairs
+from epiformer.data.shards import PackedPairs, Spans, spans_of_windows
+from epiformer.data.spans import span_coordinates
 from epiformer.data.windows import WindowSpec, place_pair_windows, place_windows
 from epiformer.inference.trained_model import predict_split
 from epiformer.io.files import atomic_outputs
 from epiformer.io.runlog import progress
 from epiformer.io.vcf import VcfError, VcfRecord, count_data_lines, read_vcf
-from epiformer.model.configs import SCORING_BATCH_SIZE
+from epiformer.model.configs import SCORING_BATCH_SIZE, SCORING_TOKENS
 from epiformer.model.transformer import EPITransformer
 from epiformer.scoring.new_pairs import (
     CHUNK_PAIRS,
@@ -54,14 +61,14 @@ from epiformer.scoring.new_pairs import (
     read_pairs_to_score,
     unscored_path_for,
 )
-from epiformer.sequence.onehot import write_bases
+from epiformer.sequence.onehot import ONE_HOT_TABLE, write_bases
 
 log = logging.getLogger(__name__)
 VARIANT_COLUMNS = ["pair_id", "chrom", "pos", "ref", "alt", "element", "ref_score", "alt_score", "delta", "id", "line"]
 UNSCORED_VARIANT_COLUMNS = ["chrom", "pos", "ref", "alt", "line", "reason"]
 UNSCORED_REASONS = {
-    "outside_every_window": "in no window of any pair",
-    "only_in_unscored_pairs": "only in windows of pairs predict leaves unscored (see predict's reasons)",
+    "outside_every_window": "in no window (a span model: no span) of any pair",
+    "only_in_unscored_pairs": "only in windows (spans) of pairs predict leaves unscored (see predict's reasons)",
     "no_alt": "ALT is `.`: no alternative allele",
     "alt_not_acgt": "ALT is not made of A, C, G, T (symbolic `<DEL>`, `*`, N, ...)",
     "ref_not_acgt": "REF holds an N",
@@ -93,6 +100,14 @@ def element_windows(windows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.n
     return tuple(np.concatenate([windows[f"{e}_{field}"].to_numpy() for e in ELEMENTS]) for field in WINDOW_FIELDS)
 
 
+def span_intervals(windows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """chrom, start, end of what a span model reads of each pair: its span; a pair across chromosomes, its windows."""
+    cis = windows["enhancer_chrom"].astype(str) == windows["promoter_chrom"].astype(str)
+    spans = span_regions(windows[cis])
+    trans = element_windows(windows[~cis])
+    return tuple(np.concatenate([spans[f"span_{field}"].to_numpy(), part]) for field, part in zip(WINDOW_FIELDS, trans))
+
+
 def unscored_pair_windows(pairs: pd.DataFrame, pair_ids, sizes: dict[str, int], spec: WindowSpec) -> pd.DataFrame:
     """Where the windows of pairs left unscored would lie (the window rule, kept inside their chromosomes)."""
     pairs = pairs[pairs["pair_id"].isin(pair_ids)]
@@ -104,7 +119,7 @@ def unscored_pair_windows(pairs: pd.DataFrame, pair_ids, sizes: dict[str, int], 
             pairs[f"{element}_start"], pairs[f"{element}_end"], width, pd.Series(chroms).map(sizes), "shift"
         )
         windows.update({f"{element}_chrom": chroms, f"{element}_start": starts, f"{element}_end": starts + width})
-    return pd.DataFrame(windows)
+    return pd.DataFrame({"pair_id": pairs["pair_id"].to_numpy(), **windows})
 
 
 def unscored_reason(ref: str, alt: str) -> str | None:
@@ -167,11 +182,11 @@ def read_alleles(vcf_path, genome: Genome, scored: IntervalUnion, unscored: Inte
     return {"alleles": Alleles(table), "records": records, "unscored": counts}
 
 
-def overlapping_alleles(windows: pd.DataFrame, grouped: dict, longest: int) -> pd.DataFrame:
-    """`row` (of `windows`), `allele` (row of the Alleles table) and one bool column per element, for every
-    allele that overlaps a window of that row's pair."""
+def overlapping_alleles(windows: pd.DataFrame, grouped: dict, longest: int, regions=ELEMENTS) -> pd.DataFrame:
+    """`row` (of `windows`), `allele` (row of the Alleles table) and one bool column per region, for every
+    allele that overlaps a region of that row's pair (regions: the `{region}_chrom/start/end` columns)."""
     found = []
-    for element in ELEMENTS:
+    for element in regions:
         chroms = windows[f"{element}_chrom"].to_numpy()
         for chrom in pd.unique(chroms):
             if chrom not in grouped:
@@ -189,9 +204,9 @@ def overlapping_alleles(windows: pd.DataFrame, grouped: dict, longest: int) -> p
             found.append(pd.DataFrame({"row": hit_rows[inside], "allele": alleles[index[inside]], "element": element}))
     columns = {"row": np.zeros(0, np.int64), "allele": np.zeros(0, np.int64), "element": ""}
     hits = pd.concat([pd.DataFrame(columns), *found], ignore_index=True)
-    for element in ELEMENTS:
+    for element in regions:
         hits[element] = hits["element"] == element
-    hits = hits.groupby(["row", "allele"], as_index=False)[list(ELEMENTS)].any()  # sorted by row, allele
+    hits = hits.groupby(["row", "allele"], as_index=False)[list(regions)].any()  # sorted by row, allele
     return hits.astype({"row": np.int64, "allele": np.int64})
 
 
@@ -212,6 +227,87 @@ def with_alleles(data: PackedPairs, windows: pd.DataFrame, hits: pd.DataFrame, a
         write_bases(packed, copy[inside], position[inside], codes[inside])
         tensors[element] = packed
     return PackedPairs(tensors, data.pair_id[rows], data.distance[rows])
+
+
+def span_regions(windows: pd.DataFrame) -> pd.DataFrame:
+    """`span_chrom, span_start, span_end` of each row of a windows table: what a span model reads of the pair."""
+    spans = span_coordinates(windows)
+    return pd.DataFrame(
+        {"span_chrom": spans["chrom"], "span_start": spans["span_start"], "span_end": spans["span_end"]}
+    )
+
+
+class AlleleSpans(Spans):
+    """Copies of some spans, copy i carrying allele i: the genome's bases with the allele's written in."""
+
+    def __init__(self, spans: Spans, rows: np.ndarray, starts: np.ndarray, alts: np.ndarray):
+        super().__init__(
+            spans.sequence_source,
+            spans.chrom_names,
+            spans.chrom[rows],
+            spans.span_start[rows],
+            spans.lengths[rows],
+            spans.segments[rows],
+            spans.enhancer_first[rows],
+            spans.label[rows],
+            spans.pair_id[rows],
+            spans.flank,
+        )
+        self.allele_starts, self.alts = starts, alts
+
+    def onehot(self, row: int) -> np.ndarray:
+        bases = super().onehot(row).copy()
+        position = (
+            int(self.allele_starts[row]) - (int(self.span_start[row]) - self.flank) + np.arange(len(self.alts[row]))
+        )
+        inside = (position >= 0) & (position < len(bases))
+        bases[position[inside]] = ONE_HOT_TABLE[np.frombuffer(self.alts[row].encode("ascii"), np.uint8)[inside]]
+        return bases
+
+
+def span_segment_names(spans: Spans, rows: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The segment of each span `rows[i]` (enhancer, promoter or between) that holds position `starts[i]`."""
+    offset = starts - spans.span_start[rows]  # span coordinates; an allele starting before the span: its first segment
+    first_end, second_start = spans.segments[rows, 0], spans.segments[rows, 1]
+    enhancer_first = spans.enhancer_first[rows]
+    first = np.where(enhancer_first, "enhancer", "promoter")
+    second = np.where(enhancer_first, "promoter", "enhancer")
+    return np.where(offset < first_end, first, np.where(offset < second_start, "between", second))
+
+
+def score_span_alleles(model, genome: Genome, windows, hits, alleles, device, max_tokens: int) -> pd.DataFrame:
+    """As score_pair_alleles, for a span model: hits anywhere in the pairs' spans (`hits.row` indexes `windows`)."""
+    spans = spans_of_windows(windows, genome, list(genome.sizes))
+    ref_scores = predict_split(model, spans, device=device, max_tokens=max_tokens)[0]
+    rows, allele = hits["row"].to_numpy(), hits["allele"].to_numpy()
+    starts, alts = alleles["start"].to_numpy()[allele], alleles["alt"].to_numpy()[allele]
+    alt_scores = np.zeros(len(hits), dtype=np.float32)
+    for offset in range(0, len(hits), CHUNK_PAIRS):
+        part = slice(offset, offset + CHUNK_PAIRS)
+        copies = AlleleSpans(spans, rows[part], starts[part], alts[part])
+        alt_scores[part] = predict_split(model, copies, device=device, max_tokens=max_tokens)[0]
+    return allele_rows(windows, hits, alleles, ref_scores[rows], alt_scores, span_segment_names(spans, rows, starts))
+
+
+def allele_rows(windows, hits, alleles, ref_score, alt_scores, element) -> pd.DataFrame:
+    """VARIANT_COLUMNS (and `allele`) of scored hits."""
+    chosen = alleles.iloc[hits["allele"].to_numpy()]
+    return pd.DataFrame(
+        {
+            "pair_id": windows["pair_id"].to_numpy()[hits["row"].to_numpy()],
+            "chrom": chosen["chrom"].to_numpy(),
+            "pos": chosen["start"].to_numpy() + 1,
+            "ref": chosen["ref"].to_numpy(),
+            "alt": chosen["alt"].to_numpy(),
+            "element": element,
+            "ref_score": ref_score,
+            "alt_score": alt_scores,
+            "delta": alt_scores.astype(np.float64) - ref_score.astype(np.float64),
+            "id": chosen["id"].to_numpy(),
+            "line": chosen["line"].to_numpy(),
+            "allele": hits["allele"].to_numpy(),
+        }
+    )
 
 
 def score_pair_alleles(
@@ -235,40 +331,33 @@ def score_pair_alleles(
         alt_scores[offset : offset + len(part)] = predict_split(
             model, with_alleles(data, windows, part, alleles), batch_size, device
         )[0]
-    chosen = alleles.iloc[hits["allele"].to_numpy()]
     enhancer, promoter = hits["enhancer"].to_numpy(), hits["promoter"].to_numpy()
-    ref_score = ref_scores[hits["row"].to_numpy()]
-    return pd.DataFrame(
-        {
-            "pair_id": windows["pair_id"].to_numpy()[hits["row"].to_numpy()],
-            "chrom": chosen["chrom"].to_numpy(),
-            "pos": chosen["start"].to_numpy() + 1,
-            "ref": chosen["ref"].to_numpy(),
-            "alt": chosen["alt"].to_numpy(),
-            "element": np.where(enhancer & promoter, "both", np.where(enhancer, "enhancer", "promoter")),
-            "ref_score": ref_score,
-            "alt_score": alt_scores,
-            "delta": alt_scores.astype(np.float64) - ref_score.astype(np.float64),
-            "id": chosen["id"].to_numpy(),
-            "line": chosen["line"].to_numpy(),
-            "allele": hits["allele"].to_numpy(),
-        }
-    )
+    element = np.where(enhancer & promoter, "both", np.where(enhancer, "enhancer", "promoter"))
+    return allele_rows(windows, hits, alleles, ref_scores[hits["row"].to_numpy()], alt_scores, element)
 
 
 def score_alleles(model, genome, windows, alleles: Alleles, batch_size: int, device) -> pd.DataFrame:
-    """VARIANT_COLUMNS for every allele in every pair's windows, by pair_id, pos and VCF order; pairs by chunk."""
+    """VARIANT_COLUMNS for every allele in what each pair's model reads (its windows, or its span), by pair_id,
+    pos and VCF order; pairs by chunk."""
     windows = windows.sort_values("pair_id", ignore_index=True)
+    reads_spans = model.config.input == "span"
     grouped = alleles.by_chromosome()
     longest = int(alleles.table["ref"].str.len().max()) if len(alleles.table) else 1
     offsets = range(0, len(windows), CHUNK_PAIRS)
     parts = []
     for offset in progress(offsets, len(offsets), f"scoring {len(alleles.table):,} alleles in {len(windows):,} pairs"):
         chunk = windows.iloc[offset : offset + CHUNK_PAIRS].reset_index(drop=True)
-        hits = overlapping_alleles(chunk, grouped, longest)
-        if len(hits):
+        if reads_spans:
+            hits = overlapping_alleles(span_regions(chunk), grouped, longest, regions=("span",))
+        else:
+            hits = overlapping_alleles(chunk, grouped, longest)
+        if not len(hits):
+            continue
+        if reads_spans:
+            scored = score_span_alleles(model, genome, chunk, hits, alleles.table, device, SCORING_TOKENS)
+        else:
             scored = score_pair_alleles(model, genome, chunk, hits, alleles.table, batch_size, device)
-            parts.append(scored.sort_values(["pair_id", "pos", "allele"], kind="stable")[VARIANT_COLUMNS])
+        parts.append(scored.sort_values(["pair_id", "pos", "allele"], kind="stable")[VARIANT_COLUMNS])
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=VARIANT_COLUMNS)
 
 
@@ -292,15 +381,16 @@ def score_variants(
     """
     unscored_path = Path(unscored_path) if unscored_path else unscored_path_for(out_path)
     device = torch.device(device)
-    model, spec = load_scoring_model(model_dir, device, edge, max_n_fraction, allow_trans, "epiformer variants")
+    model, spec = load_scoring_model(model_dir, device, edge, max_n_fraction, allow_trans)
     pairs = read_pairs_to_score(pairs_path)
     with Genome(genome_path) as genome, atomic_outputs(out_path, unscored_path) as (out_tmp, unscored_tmp):
         windows, left_out = place_pair_windows(pairs, genome, spec)
         if len(left_out):
             log.warning("%d pair(s) cannot be scored (as in predict); their variants are not scored", len(left_out))
-        scored = IntervalUnion(*element_windows(windows))
+        read_regions = span_intervals if model.config.input == "span" else element_windows
+        scored = IntervalUnion(*read_regions(windows))
         left_out_windows = unscored_pair_windows(pairs, left_out["pair_id"], genome.sizes, spec)
-        unscored = IntervalUnion(*element_windows(left_out_windows))
+        unscored = IntervalUnion(*read_regions(left_out_windows))
         read = read_alleles(vcf_path, genome, scored, unscored, unscored_tmp)
         log.info(
             "Read %d VCF records from %s: %d allele(s) in pair windows to score",
