@@ -4,10 +4,21 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from tests.helpers import REPO, TINY_LONG_DEMO, TINY_MODEL, assert_figure, copy_workflow, run_workflow, tiny_config
+from tests.helpers import (
+    REPO,
+    TINY_LONG_DEMO,
+    TINY_MODEL,
+    assert_figure,
+    copy_workflow,
+    job_counts,
+    run_workflow,
+    snakemake,
+    tiny_config,
+)
 
 # As config/demo_long.yaml's span models: an exponential conv stem, max pooling, each element pooled on its own.
 SPAN_MODEL = {**TINY_MODEL, "patch_size": 16, "kernel_size": 16, "input": "span"}
@@ -187,3 +198,34 @@ def test_epiformer_variants_scores_a_span_model_anywhere_in_the_span_as_predict_
         carried = pd.read_csv(tmp_path / "carrying.tsv", sep="\t").set_index("pair_id")["score"]
         assert (carried.loc[carried_rows["pair_id"]].to_numpy() - carried_rows["alt_score"].to_numpy()).max() < 1e-6
         assert (carried.loc[carried_rows["pair_id"]].to_numpy() - carried_rows["alt_score"].to_numpy()).min() > -1e-6
+
+
+def test_span_models_are_explained_over_the_whole_span(long_run):
+    """`snakemake explain` with span models: every span model's attributions over its best test pairs' spans,
+    the segments' shares, and for the long demo's insulated pairs the insulator's enrichment."""
+    from safetensors.numpy import load_file
+
+    folder = long_run.parent
+    planned = job_counts(snakemake(folder, "-n", "results/demo_long/linear_span/span_segments.tsv").stdout)
+    assert planned.get("span_attributions") == 1 and "train" not in planned  # reads the finished model
+    run_workflow(folder, "results/demo_long/linear_span/span_segments.tsv")
+    model_dir = long_run / "demo_long" / "linear_span"
+    segments = pd.read_csv(model_dir / "span_segments.tsv", sep="\t")
+    predictions = pd.read_csv(model_dir / "predictions.tsv", sep="\t")
+    assert len(segments) == min(40, len(predictions))  # explain.span_pairs of the best-scored test pairs
+    assert segments["score"].is_monotonic_decreasing
+    shares = segments[["enhancer_share", "between_share", "promoter_share"]].sum(axis=1)
+    assert np.allclose(shares, 1.0)
+    truth = pd.read_csv(folder / "resources/demo_long/demo_long.truth.tsv", sep="\t").set_index("pair_id")
+    insulated = truth.loc[segments["pair_id"], "insulated"].astype(bool).to_numpy()
+    assert segments.loc[insulated, "insulator_enrichment"].notna().all()
+    assert segments.loc[~insulated, "insulator_enrichment"].isna().all()
+    stored = load_file(str(model_dir / "span_attributions.safetensors"))
+    assert stored["pair_id"].tolist() == segments["pair_id"].tolist()
+    assert (np.diff(stored["offsets"]) == segments["span_length"]).all()
+    from PIL import Image
+
+    with Image.open(model_dir / "span_attributions.png") as image:  # one panel a pair, PNG only (as motifs.png)
+        assert image.format == "PNG" and image.height >= 6 * 150
+        assert (np.asarray(image.convert("L")) < 128).mean() > 0.002
+    assert (model_dir / "attributions.bw").stat().st_size > 0

@@ -226,9 +226,18 @@ def all_outputs():
     ]
 
 
+# Models of one cell line that read spans: explained over the whole span (rule span_attributions).
+CELL_SPAN_MODELS = [name for name in CELL_MODELS if name in SPAN_MODELS]
+SPAN_EXPLAIN_KEYS = ("span_pairs", "span_method", "steps")  # what explaining a span model reads of `explain:`
+
+
 def explain_outputs():
-    """The targets of `explain`: motifs and their logos for every element-window model of every cell line."""
-    return expand("results/{cell}/{model}/motifs.{kind}", cell=CELL_LINES, model=ELEMENT_MODELS, kind=["tsv", "png"])
+    """The targets of `explain`: motifs and their logos for every element-window model of every cell line, and
+    the attributions over the spans of every span model."""
+    return [
+        *expand("results/{cell}/{model}/motifs.{kind}", cell=CELL_LINES, model=ELEMENT_MODELS, kind=["tsv", "png"]),
+        *expand("results/{cell}/{model}/span_segments.tsv", cell=CELL_LINES, model=CELL_SPAN_MODELS),
+    ]
 
 
 def explain_jaspar(wildcards):

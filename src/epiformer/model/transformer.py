@@ -101,7 +101,7 @@ class Tokenizer(nn.Module):
             left = (self.kernel - self.patch) // 2
             x = F.pad(onehot.transpose(1, 2), (left, self.kernel - self.patch - left))  # (B, 4, L')
             return self.project(x).transpose(1, 2), token_valid  # (B, T, D)
-        if recomputing(self, batch * token_valid.shape[1]):
+        if recomputing(batch * token_valid.shape[1]):
             return self.chunked_patch_max(onehot), token_valid
         return patch_max(self.filter_responses(onehot), self.activation), token_valid  # (B, T, D)
 
@@ -292,7 +292,7 @@ class EPITransformer(nn.Module):
             x, valid, padding, token_segment = self.span_tokens(span, segment, span_valid)
         else:
             x, valid, padding, token_segment = self.join_elements(enhancer, promoter, enhancer_valid, promoter_valid)
-        recompute = recomputing(self, x.shape[0] * x.shape[1])
+        recompute = recomputing(x.shape[0] * x.shape[1])
         for block in self.blocks:
             x = block(x, padding, recompute)
         x = self.norm(x)
@@ -351,9 +351,12 @@ class EPITransformer(nn.Module):
         return x, valid, ~valid if masked else None, token_segment
 
 
-def recomputing(module: nn.Module, tokens: int) -> bool:
-    """Whether a batch of `tokens` (batch x tokens) recomputes activations in the backward pass (RECOMPUTE_TOKENS)."""
-    return module.training and torch.is_grad_enabled() and tokens > RECOMPUTE_TOKENS
+def recomputing(tokens: int) -> bool:
+    """Whether a batch of `tokens` (batch x tokens) recomputes activations in the backward pass (RECOMPUTE_TOKENS).
+
+    Whenever gradients are taken, not only in training: attributions of a long span take them too.
+    """
+    return torch.is_grad_enabled() and tokens > RECOMPUTE_TOKENS
 
 
 def score_batch(model: nn.Module, batch: dict, device: torch.device) -> torch.Tensor:
