@@ -14,5 +14,6 @@ metrics = evaluate_model(
     resamples=snakemake.params.bootstrap,
     seed=snakemake.params.seed,
     max_tokens=snakemake.params.max_tokens,
+    device=snakemake.params.device,
 )
 log.info("Test AUROC %.4f, AUPRC %.4f on %d pairs", metrics["auroc"], metrics["auprc"], metrics["n_test"])

@@ -9,5 +9,11 @@ log = setup_logging(snakemake.log[0])
 cells = snakemake.params.cells
 model_dirs = {cell: Path(weights).parent for cell, weights in zip(cells, snakemake.input.weights)}
 shard_dirs = dict(zip(cells, snakemake.input.shards))
-table = write_transfer(model_dirs, shard_dirs, snakemake.output.table, max_tokens=snakemake.params.max_tokens)
+table = write_transfer(
+    model_dirs,
+    shard_dirs,
+    snakemake.output.table,
+    max_tokens=snakemake.params.max_tokens,
+    device=snakemake.params.device,
+)
 log.info("Transfer of %s:\n%s", snakemake.wildcards.model, table.to_string(index=False))

@@ -94,7 +94,7 @@ def test_select_device_falls_back_to_the_cpu_loudly_and_refuses_cuda_without_a_g
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
     done = subprocess.run([sys.executable, "-c", NO_GPU_SELECTION], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "No CUDA GPU found: training on the CPU" in done.stdout and "auto -> cpu" in done.stdout
+    assert "No CUDA GPU found: running on the CPU" in done.stdout and "auto -> cpu" in done.stdout
     assert "cuda -> train.device is 'cuda' but no CUDA GPU is visible. Use 'auto' or 'cpu'" in done.stdout
 
 

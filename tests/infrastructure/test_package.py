@@ -50,6 +50,7 @@ NEEDS_TORCH = {
     "epiformer.scoring.predict",
     "epiformer.scoring.variants",
     "epiformer.interpret.attributions",
+    "epiformer.interpret.span_attributions",
 }
 
 

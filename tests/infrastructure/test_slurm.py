@@ -344,3 +344,26 @@ def test_profile_asks_a_gpu_per_training_process_and_none_elsewhere(tmp_path, de
     train = gpus["train"].group(1) if gpus["train"] else None
     assert train == expected or (expected is None and train == "0")
     assert not any(match and match.group(1) != "0" for rule, match in gpus.items() if rule != "train")
+
+
+@pytest.mark.parametrize("device, expected", [("auto", "1"), ("cpu", "0")])
+def test_a_span_models_evaluation_and_transfer_ask_for_the_gpu_it_trained_on(tmp_path, device, expected):
+    """Scoring long spans costs as much as an epoch: a span model scores where it trained; element models on CPUs."""
+    from tests.helpers import TINY_MODEL
+
+    config = tiny_config()
+    config["train"].update(device=device)
+    config["models"]["span"] = {"attention": "linear", **TINY_MODEL, "input": "span", "patch_size": 16}
+    config["models"]["span"]["kernel_size"] = 16
+    copy_workflow(tmp_path, config)
+    command = [*SNAKEMAKE, "--profile", str(PROFILE), "--dry-run", "results/summary.tsv", "results/transfer/span.tsv"]
+    run = subprocess.run(command, check=False, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-5000:]
+    blocks = re.findall(r"^rule (\w+):\n((?:    .*\n)+)", run.stdout + run.stderr, re.MULTILINE)
+    asked = {}
+    for rule, block in blocks:
+        model = re.search(r"model=(\w+)", block)
+        gpu = re.search(r"\bgpu=(\d+)", block)
+        asked[(rule, model.group(1) if model else None)] = gpu.group(1) if gpu else "0"
+    assert asked[("evaluate", "span")] == asked[("transfer", "span")] == expected
+    assert asked[("evaluate", "linear")] == "0"

@@ -9,7 +9,7 @@ import torch
 
 from epiformer.data.batches import SpanBatches
 from epiformer.data.genome import Genome
-from epiformer.data.shards import spans_of_windows
+from epiformer.data.spans import spans_of_windows
 from epiformer.interpret.attributions import BASELINE, AttributionError
 from epiformer.interpret.span_attributions import (
     SpanExplainSpec,

@@ -102,6 +102,17 @@ def scoring_tokens(model):
     return TRAIN_CONFIG.scoring_tokens if model in SPAN_MODELS else 0
 
 
+def scoring_device(model):
+    """Where a model's evaluation and transfer run: a span model where it trained (train.device: a GPU when
+    there is one; long spans make scoring as costly as an epoch), an element model on the CPU."""
+    return config["train"]["device"] if model in SPAN_MODELS else "cpu"
+
+
+def scoring_gpus(model):
+    """GPUs a scoring job of `model` asks the cluster for: one where it scores on a GPU."""
+    return 0 if scoring_device(model) == "cpu" else 1
+
+
 def get_shards(cell, model):
     """The shard folder a model reads: span shards for span models, window shards otherwise."""
     return f"results/{cell}/span_shards" if model in SPAN_MODELS else f"results/{cell}/shards"

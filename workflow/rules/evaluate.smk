@@ -16,9 +16,11 @@ rule evaluate:
     resources:
         mem_mb=4000,
         runtime=60,
+        gpu=lambda wildcards: scoring_gpus(wildcards.model),
     params:
         bootstrap=config["evaluate"]["bootstrap"],
         seed=config["evaluate"]["seed"],
         max_tokens=lambda wildcards: scoring_tokens(wildcards.model),
+        device=lambda wildcards: scoring_device(wildcards.model),
     script:
         "../../scripts/evaluate.py"

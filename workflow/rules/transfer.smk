@@ -17,8 +17,10 @@ rule transfer:
     resources:
         mem_mb=4000,
         runtime=60,
+        gpu=lambda wildcards: scoring_gpus(wildcards.model),
     params:
         cells=CELL_LINES,
         max_tokens=lambda wildcards: scoring_tokens(wildcards.model),
+        device=lambda wildcards: scoring_device(wildcards.model),
     script:
         "../../scripts/transfer.py"

@@ -283,7 +283,7 @@ class Spans:
 
     `source` is anything with `one_hot(chrom, start, end)` (uint8 [L, 4], N and past the
     chromosome ends all zeros): the genome store for span shards (`SpanShardSet`), the genome
-    FASTA for new pairs (`spans_of_windows`). `chrom_names` [C]; per pair: `chrom` int64 [N]
+    FASTA for new pairs (`data.spans.spans_of_windows`). `chrom_names` [C]; per pair: `chrom` int64 [N]
     (into chrom_names), `span_start` int64 [N], `lengths` int64 [N] (stored bases: span + 2 *
     flank), `segments` int64 [N, 2] (span coordinates), `enhancer_first` bool [N], `label`
     uint8 [N], `pair_id` int64 [N], `distance` int64 [N] (span length), `source` int64 [N]
@@ -325,27 +325,6 @@ class Spans:
     def onehot(self, row: int) -> np.ndarray:
         """uint8 [L, 4]: pair `row`'s bases, flanks included (channels A, C, G, T; N all zeros)."""
         return self.sequence_source.one_hot(*self.coordinates(row))
-
-
-def spans_of_windows(windows, source, chrom_names, flank: int = 0) -> Spans:
-    """The spans of a windows table (`data.spans.span_coordinates`) over `source`, for scoring: labels 0 when absent."""
-    from epiformer.data.spans import span_coordinates
-
-    spans = span_coordinates(windows)
-    index = {name: position for position, name in enumerate(chrom_names)}
-    label = windows["label"].to_numpy() if "label" in windows else np.zeros(len(windows), dtype=np.uint8)
-    return Spans(
-        source,
-        chrom_names,
-        spans["chrom"].map(index).to_numpy(np.int64),
-        spans["span_start"].to_numpy(),
-        spans["distance"].to_numpy(np.int64) + 2 * flank,
-        spans[["first_end", "second_start"]].to_numpy(),
-        spans["enhancer_first"].to_numpy(),
-        label,
-        spans["pair_id"].to_numpy(),
-        flank,
-    )
 
 
 class SpanShardSet(Spans):

@@ -73,6 +73,7 @@ from epiformer.data.encode import (
     write_shard_folder,
 )
 from epiformer.data.genome_store import GenomeStore, read_store_manifest
+from epiformer.data.shards import Spans
 from epiformer.io.files import atomic_write_text, sha256_file
 
 SPAN_COLUMNS = ["pair_id", "chrom", "span_start", "span_end", "first_end", "second_start", "enhancer_first", "distance"]
@@ -194,3 +195,22 @@ def encode_span_shards(
     }
     atomic_write_text(outdir / "manifest.json", json.dumps(manifest, indent=2))
     return manifest
+
+
+def spans_of_windows(windows, source, chrom_names, flank: int = 0) -> Spans:
+    """The spans of a windows table (`data.spans.span_coordinates`) over `source`, for scoring: labels 0 when absent."""
+    spans = span_coordinates(windows)
+    index = {name: position for position, name in enumerate(chrom_names)}
+    label = windows["label"].to_numpy() if "label" in windows else np.zeros(len(windows), dtype=np.uint8)
+    return Spans(
+        source,
+        chrom_names,
+        spans["chrom"].map(index).to_numpy(np.int64),
+        spans["span_start"].to_numpy(),
+        spans["distance"].to_numpy(np.int64) + 2 * flank,
+        spans[["first_end", "second_start"]].to_numpy(),
+        spans["enhancer_first"].to_numpy(),
+        label,
+        spans["pair_id"].to_numpy(),
+        flank,
+    )

@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-import torch
 from sklearn.metrics import average_precision_score, roc_auc_score
 
 from epiformer.data.shards import load_split, shard_manifest, window_widths
+from epiformer.inference.devices import select_device
 from epiformer.inference.trained_model import load_trained_model, predict_split
 from epiformer.io.files import atomic_write_text
 from epiformer.model.configs import SCORING_BATCH_SIZE, SCORING_TOKENS
@@ -35,18 +35,21 @@ def transfer_table(
     shard_dirs: dict[str, Path],
     batch_size: int = SCORING_BATCH_SIZE,
     max_tokens: int = SCORING_TOKENS,
+    device: str = "cpu",
 ) -> pd.DataFrame:
     """AUROC/AUPRC of the model trained on each cell line (keys of `model_dirs`) on each test split.
 
-    Window pairs are scored `batch_size` at a time, spans in batches of at most `max_tokens` tokens.
+    Window pairs are scored `batch_size` at a time, spans in batches of at most `max_tokens` tokens,
+    on `device` (cpu, cuda or auto).
     """
+    device = select_device(device)
     rows = []
     for train_cell, model_dir in model_dirs.items():
-        model, description = load_trained_model(model_dir)
+        model, description = load_trained_model(model_dir, device)
         for test_cell, shard_dir in shard_dirs.items():
             check_same_widths(description, Path(shard_dir), Path(model_dir))
             test = load_split(shard_dir, "test")
-            scores, labels, _ = predict_split(model, test, batch_size, torch.device("cpu"), max_tokens)
+            scores, labels, _ = predict_split(model, test, batch_size, device, max_tokens)
             rows.append(
                 {
                     "train_cell": train_cell,
@@ -61,9 +64,13 @@ def transfer_table(
 
 
 def write_transfer(
-    model_dirs: dict[str, Path], shard_dirs: dict[str, Path], out_tsv: str | Path, max_tokens: int = SCORING_TOKENS
+    model_dirs: dict[str, Path],
+    shard_dirs: dict[str, Path],
+    out_tsv: str | Path,
+    max_tokens: int = SCORING_TOKENS,
+    device: str = "cpu",
 ) -> pd.DataFrame:
     """The transfer table (module docstring), written atomically to `out_tsv`."""
-    table = transfer_table(model_dirs, shard_dirs, max_tokens=max_tokens)
+    table = transfer_table(model_dirs, shard_dirs, max_tokens=max_tokens, device=device)
     atomic_write_text(Path(out_tsv), table.to_csv(sep="\t", index=False, float_format="%.6g"))
     return table

@@ -19,7 +19,7 @@ def select_device(name: str) -> torch.device:
     if name == "auto":
         if torch.cuda.is_available():
             return torch.device("cuda")
-        log.warning("No CUDA GPU found: training on the CPU (train.device: auto). This is slow for real data sets.")
+        log.warning("No CUDA GPU found: running on the CPU (train.device: auto). This is slow for real data sets.")
         return torch.device("cpu")
     return torch.device(name)
 

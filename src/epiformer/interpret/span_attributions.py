@@ -238,7 +238,7 @@ def explain_span_model(
 ) -> pd.DataFrame:
     """Attributions over the spans of a span model's best-scored test pairs; the outputs of the module docstring."""
     from epiformer.data.genome import Genome
-    from epiformer.data.shards import spans_of_windows
+    from epiformer.data.spans import spans_of_windows
     from epiformer.inference.trained_model import load_trained_model
     from epiformer.io.bigwig import write_bigwig
     from epiformer.io.files import read_windows

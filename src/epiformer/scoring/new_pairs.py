@@ -20,7 +20,8 @@ import torch
 from epiformer.data.encode import encode_windows
 from epiformer.data.genome import Genome
 from epiformer.data.pairs import PairsError, read_pairs
-from epiformer.data.shards import PackedPairs, spans_of_windows
+from epiformer.data.shards import PackedPairs
+from epiformer.data.spans import spans_of_windows
 from epiformer.data.windows import WindowSpec, window_spec_for
 from epiformer.inference.trained_model import load_trained_model, predict_split
 from epiformer.io.runlog import progress

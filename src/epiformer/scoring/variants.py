@@ -44,8 +44,8 @@ import torch
 from epiformer.constants import ALPHABET, ELEMENTS, WINDOW_FIELDS
 from epiformer.data.chromosomes import flip_chr
 from epiformer.data.genome import Genome
-from epiformer.data.shards import PackedPairs, Spans, spans_of_windows
-from epiformer.data.spans import span_coordinates
+from epiformer.data.shards import PackedPairs, Spans
+from epiformer.data.spans import span_coordinates, spans_of_windows
 from epiformer.data.windows import WindowSpec, place_pair_windows, place_windows
 from epiformer.inference.trained_model import predict_split
 from epiformer.io.files import atomic_outputs
