@@ -47,8 +47,10 @@ def test_model_defaults_are_the_schema_defaults():
     schema = schema_defaults(SCHEMA["models"]["additionalProperties"])
     fields = {field.name: field.default for field in dataclasses.fields(ModelConfig)}
     # attention is required in the config; input, stem, pool and element_pool have no schema default, so that
-    # adding them left every trained model's settings (and results) as they were
-    assert set(schema) - {"pooled"} == set(fields) - {"attention", "input", "stem", "pool", "element_pool"}
+    # adding them left every trained model's settings (and results) as they were; max_positions is not a config
+    # key: the workflow derives it from windows.max_span (configs.with_span_positions)
+    unset = {"attention", "input", "stem", "pool", "element_pool", "max_positions"}
+    assert set(schema) - {"pooled"} == set(fields) - unset
     assert (fields["stem"], fields["pool"]) == (STEMS[0], POOLS[0]) == ("linear", "mean")  # M7
     assert {key: fields[key] for key in schema if key != "pooled"} == {k: v for k, v in schema.items() if k != "pooled"}
     assert fields["input"] == INPUTS[0] == "elements"
@@ -80,7 +82,7 @@ def test_stage_spec_defaults_are_the_schema_defaults(spec, block, api_only):
     if spec is WindowSpec:
         # The workflow passes windows.max_span only when a model reads spans (common.smk windows_params);
         # otherwise the stage drops no pair for its span: WindowSpec's None.
-        assert fields.pop("max_span") is None and schema.pop("max_span") == 100_000
+        assert fields.pop("max_span") is None and schema.pop("max_span") == 2_100_000
     assert {key: (list(fields[key]) if isinstance(fields[key], tuple) else fields[key]) for key in schema} == schema
 
 

@@ -393,3 +393,44 @@ def test_recomputing_long_batches_gives_the_same_loss_and_gradients(stem, monkey
         assert not transformer.recomputing(10**9)
     model.eval()  # attributions take gradients in eval mode: a long span recomputes there too
     assert transformer.recomputing(251)
+
+
+@pytest.mark.parametrize("patch", [4, 32, 128])
+@pytest.mark.parametrize("d_model", [16, 32, 128])
+def test_positions_stay_distinct_over_the_longest_span_max_span_allows(patch, d_model):
+    """The default max_span at every resolution: the lowest frequency's (sin, cos) goes less than once round the
+    circle over the span, so no two of its positions coincide; the standard table (base 10,000) wraps."""
+    from epiformer.model.configs import with_span_positions
+    from epiformer.model.transformer import POSITION_BASE, position_base, sinusoidal_positions
+
+    max_span = 2_100_000  # config/config.yaml's windows.max_span
+    settings = with_span_positions(
+        {"input": "span", "patch_size": patch, "kernel_size": patch, "d_model": d_model}, max_span
+    )
+    config = ModelConfig(**settings, n_heads=2)
+    tokens = config.max_positions
+    assert tokens * patch >= max_span
+    table = sinusoidal_positions(tokens, d_model, base=position_base(d_model, tokens))
+    angle = np.unwrap(np.arctan2(table[:, -2].double().numpy(), table[:, -1].double().numpy()))
+    assert (np.diff(angle) > 0).all() and angle[-1] - angle[0] < 2 * np.pi
+    neighbours = (table[1:] - table[:-1]).norm(dim=1)
+    assert neighbours.min() > 1e-3  # next-door positions differ too, through the high frequencies
+    standard = sinusoidal_positions(tokens, d_model, base=POSITION_BASE)
+    wrapped = np.unwrap(np.arctan2(standard[:, -2].double().numpy(), standard[:, -1].double().numpy()))
+    if 2 * np.pi * POSITION_BASE ** ((d_model - 2) / d_model) < tokens:
+        assert wrapped[-1] - wrapped[0] > 2 * np.pi  # what the larger base is for
+
+
+def test_element_models_and_short_spans_keep_the_standard_positions():
+    from epiformer.model.configs import with_span_positions
+    from epiformer.model.transformer import POSITION_BASE, position_base
+
+    assert with_span_positions({"input": "elements", "patch_size": 4}, 2_100_000) == {
+        "input": "elements",
+        "patch_size": 4,
+    }
+    assert (
+        position_base(32, with_span_positions({"input": "span", "patch_size": 4}, 60_000)["max_positions"])
+        == POSITION_BASE
+    )
+    assert position_base(32, 0) == POSITION_BASE

@@ -26,7 +26,7 @@ try:
     from epiformer.data.splits import SplitSpec
     from epiformer.data.windows import WindowSpec
     from epiformer.io.configfile import check_numbers
-    from epiformer.model.configs import ModelConfig, TrainConfig
+    from epiformer.model.configs import ModelConfig, TrainConfig, with_span_positions
 except ModuleNotFoundError:
     raise ModuleNotFoundError(
         "The workflow checks its settings with the epiformer package, which this Snakemake cannot import: "
@@ -66,8 +66,10 @@ if set(MODELS) & set(BASELINES):
 
 
 def model_config(model):
-    """The model's architecture, as ModelConfig's keyword arguments (`pooled` says what it is trained on, not what it is)."""
-    return {key: value for key, value in config["models"][model].items() if key != "pooled"}
+    """The model's architecture, as ModelConfig's keyword arguments (`pooled` says what it is trained on, not what it
+    is); a span model's positions reach over the longest span windows.max_span allows."""
+    settings = {key: value for key, value in config["models"][model].items() if key != "pooled"}
+    return with_span_positions(settings, config["windows"]["max_span"])
 
 
 SPAN_MODELS = [name for name in MODELS if model_config(name).get("input") == "span"]

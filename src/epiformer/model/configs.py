@@ -41,6 +41,11 @@ class ModelConfig:
     stem: str = "linear"  # "linear" (M7), "conv" (kernel_size-wide filters, ReLU, max per patch) or "conv_exp" (exp)
     pool: str = "mean"  # "mean" (M7) or "max" over valid tokens
     element_pool: bool = False  # the head also reads each element's tokens pooled on their own
+    # Tokens over which positions must stay distinct: the workflow sets it for a span model to
+    # the longest span windows.max_span allows, in tokens. 0: the standard table (base 10,000,
+    # whose longest wavelength, 2 pi 10,000^((d - 2) / d) tokens, ~35k at d_model 32, is the
+    # furthest it tells positions apart).
+    max_positions: int = 0
 
     def __post_init__(self):
         if self.attention not in ATTENTIONS:
@@ -53,11 +58,22 @@ class ModelConfig:
             raise ValueError(f"pool must be one of {', '.join(POOLS)}, not {self.pool!r}")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        if self.max_positions < 0:
+            raise ValueError(f"max_positions must be 0 or more, not {self.max_positions}")
         if self.kernel_size < self.patch_size:
             raise ValueError(f"kernel_size ({self.kernel_size}) must be >= patch_size ({self.patch_size})")
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def with_span_positions(settings: dict, max_span: int) -> dict:
+    """A model's settings (ModelConfig keywords) with, for a span model, `max_positions`: the tokens of the
+    longest span `max_span` allows, so that its positions stay distinct over every span it can read."""
+    if settings.get("input") != "span":
+        return settings
+    patch = settings.get("patch_size", ModelConfig.patch_size)
+    return {**settings, "max_positions": -(-max_span // patch)}
 
 
 SCORING_BATCH_SIZE = 256  # element-window pairs in a batch when scoring (no backward pass to keep)

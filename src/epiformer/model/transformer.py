@@ -50,10 +50,24 @@ from epiformer.model.ops import linear_attention, softmax_attention
 ATTENTION = {"linear": linear_attention, "softmax": softmax_attention}
 
 
-def sinusoidal_positions(length: int, dim: int, device=None) -> torch.Tensor:
-    """[T, D] sinusoidal position table (Vaswani et al. 2017)."""
+POSITION_BASE = 10000.0  # Vaswani et al.'s
+
+
+def position_base(dim: int, max_positions: int) -> float:
+    """The sinusoids' base: 10,000, or larger where the longest wavelength must cover `max_positions` tokens.
+
+    The lowest frequency's (sin, cos) pair goes once round the circle in 2 pi base^((dim - 2) / dim)
+    tokens; within that no two positions share it, so the whole table tells them apart.
+    """
+    if dim <= 2 or max_positions <= 0:
+        return POSITION_BASE
+    return max(POSITION_BASE, (max_positions / (2 * math.pi)) ** (dim / (dim - 2)))
+
+
+def sinusoidal_positions(length: int, dim: int, device=None, base: float = POSITION_BASE) -> torch.Tensor:
+    """[T, D] sinusoidal position table (Vaswani et al. 2017), wavelengths up to 2 pi base^((D - 2) / D)."""
     position = torch.arange(length, device=device, dtype=torch.float32)[:, None]
-    frequency = torch.exp(torch.arange(0, dim, 2, device=device, dtype=torch.float32) * (-math.log(10000.0) / dim))
+    frequency = torch.exp(torch.arange(0, dim, 2, device=device, dtype=torch.float32) * (-math.log(base) / dim))
     table = torch.zeros(length, dim, device=device)
     table[:, 0::2] = torch.sin(position * frequency)
     table[:, 1::2] = torch.cos(position * frequency[: dim // 2])
@@ -274,7 +288,8 @@ class EPITransformer(nn.Module):
         # Scaled by sqrt(D) as in Vaswani et al.: unscaled, sequence content is small beside
         # the unit-amplitude positions, and training sat at chance for hundreds of steps.
         tokens = tokens * math.sqrt(tokens.shape[-1])
-        return tokens + sinusoidal_positions(tokens.shape[1], tokens.shape[2], tokens.device), token_valid
+        base = position_base(tokens.shape[2], self.config.max_positions)
+        return tokens + sinusoidal_positions(tokens.shape[1], tokens.shape[2], tokens.device, base), token_valid
 
     def forward(
         self,
