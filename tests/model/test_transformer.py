@@ -434,3 +434,64 @@ def test_element_models_and_short_spans_keep_the_standard_positions():
         == POSITION_BASE
     )
     assert position_base(32, 0) == POSITION_BASE
+
+
+def tower_model(patch: int, attention: str = "linear", dropout: float = 0.0, seed: int = 0) -> EPITransformer:
+    torch.manual_seed(seed)
+    config = ModelConfig(
+        attention=attention, input="span", d_model=32, n_heads=4, d_ff=64, patch_size=patch, kernel_size=11,
+        stem="conv_tower", pool="max", element_pool=True, dropout=dropout,
+    )  # fmt: skip
+    return EPITransformer(config).eval()
+
+
+@pytest.mark.parametrize("patch", [8, 32, 128])
+def test_the_conv_tower_reaches_the_patch_with_a_quarter_of_the_filters_at_every_base(patch):
+    model = tower_model(patch)
+    tokenizer = model.tokenizer
+    assert tokenizer.project.out_channels == 8 and tokenizer.filter_pool == 8
+    assert np.prod(tokenizer.tower.factors) * 8 == patch and all(f in (1, 2, 4) for f in tokenizer.tower.factors)
+    span, segment, valid = span_input(1001, 5, 300, 700)
+    tokens, token_valid = tokenizer(span, valid)
+    assert tokens.shape == (1, -(-1001 // patch), 32) and token_valid.all()
+    with pytest.raises(ValueError, match="power of two of at least 8"):
+        ModelConfig(input="span", patch_size=24, kernel_size=11, stem="conv_tower")
+
+
+@pytest.mark.parametrize("patch", [32, 128])
+@pytest.mark.parametrize("attention", ["linear", "softmax"])
+def test_a_span_scores_the_same_alone_as_padded_by_a_conv_tower(attention, patch):
+    model = tower_model(patch, attention)
+    short, long = span_input(1001, 1, 300, 700), span_input(2600, 2, 300, 2200)
+    alone = model(span=short[0], segment=short[1], span_valid=short[2])
+    extra = 2600 - 1001
+    padded = [
+        torch.cat([torch.nn.functional.pad(s, (0, 0, 0, extra) if s.dim() == 3 else (0, extra)), other])
+        for s, other in zip(short, long)
+    ]
+    together = model(span=padded[0], segment=padded[1], span_valid=padded[2])
+    torch.testing.assert_close(together[0], alone[0], atol=1e-5, rtol=1e-5)
+    gap = short[0].clone()
+    gap[:, 400:600] = 0  # an assembly gap: what lies under it does not matter
+    garbage = short[0].clone()
+    garbage[:, 400:600] = one_hot(1, 200, 9)
+    gap_valid = gap.any(dim=-1)
+    torch.testing.assert_close(
+        model(span=garbage, segment=short[1], span_valid=gap_valid),
+        model(span=gap, segment=short[1], span_valid=gap_valid),
+        atol=1e-5,
+        rtol=1e-5,
+    )
+
+
+def test_a_conv_tower_recomputes_long_batches_to_the_same_loss_and_gradients(monkeypatch):
+    import epiformer.model.transformer as transformer
+
+    model = tower_model(32, dropout=0.2).train()
+    inputs = span_input(4001, 4, 300, 3700)
+    loss, grads = training_step(model, inputs)
+    monkeypatch.setattr(transformer, "RECOMPUTE_TOKENS", 64)  # 500 first-stage tokens: chunks of 64
+    recomputed_loss, recomputed_grads = training_step(model, inputs)
+    torch.testing.assert_close(recomputed_loss, loss, atol=1e-6, rtol=1e-6)
+    for name, grad in grads.items():
+        torch.testing.assert_close(recomputed_grads[name], grad, atol=1e-6, rtol=1e-5, msg=name)

@@ -13,8 +13,10 @@ from dataclasses import asdict, dataclass
 ATTENTIONS = ("linear", "softmax")
 INPUTS = ("elements", "span")  # the two element windows, or one sequence from the first to the second
 # How bases become tokens: M7's linear projection, or filters and each channel's largest response
-# in a patch, through ReLU (conv) or exp (conv_exp).
-STEMS = ("linear", "conv", "conv_exp")
+# in a patch, through ReLU (conv) or exp (conv_exp), or a tower of convolutions and pooling that
+# reaches coarse tokens (32, 128 bp) at a fraction of a wide filter's cost (conv_tower).
+STEMS = ("linear", "conv", "conv_exp", "conv_tower")
+TOWER_FIRST_POOL = 8  # conv_tower: bases its first stage's filters are pooled over (the first stage's resolution)
 POOLS = ("mean", "max")  # how tokens become one vector: M7's mean over valid tokens, or each channel's maximum
 # Training batches of more tokens than this (batch x tokens: a 262 kb span at 4 bp a token) keep
 # only each block's input and recompute the rest in the backward pass (activation checkpointing),
@@ -38,7 +40,9 @@ class ModelConfig:
     dropout: float = 0.1
     distance: bool = False  # join the pair's log genomic distance to the pooled sequence representation
     input: str = "elements"  # "elements" (two windows) or "span" (everything from one window to the other)
-    stem: str = "linear"  # "linear" (M7), "conv" (kernel_size-wide filters, ReLU, max per patch) or "conv_exp" (exp)
+    # "linear" (M7), "conv" (kernel_size-wide filters, ReLU, max per patch), "conv_exp" (exp), or "conv_tower"
+    # (kernel_size-wide exp filters pooled over 8 bp, then convolution and pooling stages up to patch_size)
+    stem: str = "linear"
     pool: str = "mean"  # "mean" (M7) or "max" over valid tokens
     element_pool: bool = False  # the head also reads each element's tokens pooled on their own
     # Tokens over which positions must stay distinct: the workflow sets it for a span model to
@@ -60,7 +64,14 @@ class ModelConfig:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         if self.max_positions < 0:
             raise ValueError(f"max_positions must be 0 or more, not {self.max_positions}")
-        if self.kernel_size < self.patch_size:
+        # conv_tower's kernel_size is its first stage's, pooled over TOWER_FIRST_POOL bases, not over the patch.
+        tower = self.stem == "conv_tower"
+        if tower and not (self.patch_size >= TOWER_FIRST_POOL and self.patch_size & (self.patch_size - 1) == 0):
+            raise ValueError(
+                f"stem conv_tower pools by 2 and 4 from {TOWER_FIRST_POOL} bp: patch_size must be a power of two "
+                f"of at least {TOWER_FIRST_POOL} (8, 16, 32, 64, 128, ...), not {self.patch_size}"
+            )
+        if not tower and self.kernel_size < self.patch_size:
             raise ValueError(f"kernel_size ({self.kernel_size}) must be >= patch_size ({self.patch_size})")
 
     def to_dict(self) -> dict:

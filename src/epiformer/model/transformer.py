@@ -44,7 +44,7 @@ from torch.autograd.function import once_differentiable
 from torch.utils.checkpoint import checkpoint
 
 from epiformer.constants import ELEMENTS, SEGMENT_IDS
-from epiformer.model.configs import RECOMPUTE_TOKENS, ModelConfig
+from epiformer.model.configs import RECOMPUTE_TOKENS, TOWER_FIRST_POOL, ModelConfig
 from epiformer.model.ops import linear_attention, softmax_attention
 
 ATTENTION = {"linear": linear_attention, "softmax": softmax_attention}
@@ -93,16 +93,24 @@ class Tokenizer(nn.Module):
     channel's largest value within the patch, as the stems of Basenji, Enformer and Borzoi do
     in their first layer: a site anywhere in the patch lights its channel whatever its offset,
     which a linear projection of the patch cannot do (docs/demo_long.md, "Finding the insulator").
+    `stem: conv_tower`: coarse tokens (32, 128 bp) at a fraction of that cost: a quarter as many
+    k-wide exp filters, each one's largest response over 8 bases, then `ConvTower`'s stages of
+    convolution and pooling up to the patch (benchmarks/coarse_tokens.py measures the cost).
     """
 
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.patch, self.kernel, self.stem = config.patch_size, config.kernel_size, config.stem
-        self.activation = "exp" if self.stem == "conv_exp" else "relu"  # of the conv stems
+        self.activation = "relu" if self.stem == "conv" else "exp"  # of the conv stems and the tower's first stage
         stride = self.patch if self.stem == "linear" else 1
+        # Bases a filter's largest response is taken over: the patch, or the tower's first stage.
+        self.filter_pool = TOWER_FIRST_POOL if self.stem == "conv_tower" else self.patch
+        filters = tower_first_filters(config.d_model) if self.stem == "conv_tower" else config.d_model
         # The conv stem reads this layer's weights in `filter_responses` rather than calling it;
         # kept a Conv1d so that the weights, their initial values and saved models stay as they were.
-        self.project = nn.Conv1d(4, config.d_model, config.kernel_size, stride=stride)
+        self.project = nn.Conv1d(4, filters, config.kernel_size, stride=stride)
+        if self.stem == "conv_tower":
+            self.tower = ConvTower(filters, config.d_model, self.patch // self.filter_pool)
 
     def forward(self, onehot: torch.Tensor, valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """[B, L, 4], bool [B, L] -> tokens [B, T, D], bool valid tokens [B, T], T = ceil(L / p)."""
@@ -115,9 +123,16 @@ class Tokenizer(nn.Module):
             left = (self.kernel - self.patch) // 2
             x = F.pad(onehot.transpose(1, 2), (left, self.kernel - self.patch - left))  # (B, 4, L')
             return self.project(x).transpose(1, 2), token_valid  # (B, T, D)
-        if recomputing(batch * token_valid.shape[1]):
-            return self.chunked_patch_max(onehot), token_valid
-        return patch_max(self.filter_responses(onehot), self.activation), token_valid  # (B, T, D)
+        recompute = recomputing(batch * token_valid.shape[1] * self.patch // self.filter_pool)
+        if recompute:
+            x = self.chunked_patch_max(onehot)
+        else:
+            x = patch_max(self.filter_responses(onehot), self.activation)  # (B, L / filter_pool, filters)
+        if self.stem == "conv_tower":
+            first_valid = valid.view(batch, -1, self.filter_pool).any(dim=-1)  # (B, L / filter_pool)
+            stages = (self.tower, x, first_valid)
+            x = checkpoint(*stages, use_reentrant=False) if recompute else self.tower(x, first_valid)
+        return x, token_valid  # (B, T, D)
 
     def chunked_patch_max(self, onehot: torch.Tensor) -> torch.Tensor:
         """The conv stem's tokens [B, T, D], RECOMPUTE_TOKENS at a time, each chunk recomputed in the backward pass.
@@ -128,7 +143,7 @@ class Tokenizer(nn.Module):
         batch, length, _ = onehot.shape
         left = (self.kernel - 1) // 2
         padded = F.pad(onehot, (0, 0, left, self.kernel - 1 - left))  # (B, L + k - 1, 4), N beyond the ends
-        chunk = max(1, RECOMPUTE_TOKENS // batch) * self.patch  # bases a chunk's tokens cover
+        chunk = max(1, RECOMPUTE_TOKENS // batch) * self.filter_pool  # bases a chunk's first-stage tokens cover
         tokens = [
             checkpoint(
                 self._chunk_tokens, padded[:, start : min(start + chunk, length) + self.kernel - 1], use_reentrant=False
@@ -158,20 +173,58 @@ class Tokenizer(nn.Module):
     def _responses(self, padded: torch.Tensor, length: int) -> torch.Tensor:
         """filter_responses of `length` bases given with the k - 1 bases around them: [B, length / p, p, D]."""
         batch = padded.shape[0]
-        width = self.kernel + self.patch - 1  # bases a token's filters read
+        width = self.kernel + self.filter_pool - 1  # bases a token's filters read
         x = padded.contiguous()
-        windows = x.as_strided((batch, length // self.patch, 4 * width), (x.stride(0), 4 * self.patch, 1))
+        windows = x.as_strided((batch, length // self.filter_pool, 4 * width), (x.stride(0), 4 * self.filter_pool, 1))
         weight = self.filters_at_each_offset()  # (p * D, (k + p - 1) * 4)
-        responses = F.linear(windows, weight, self.project.bias.repeat(self.patch))  # (B, T, p * D)
-        return responses.view(batch, -1, self.patch, self.project.out_channels)
+        responses = F.linear(windows, weight, self.project.bias.repeat(self.filter_pool))  # (B, T, p * D)
+        return responses.view(batch, -1, self.filter_pool, self.project.out_channels)
 
     def filters_at_each_offset(self) -> torch.Tensor:
         """[p * D, (k + p - 1) * 4]: row block j holds the filters j bases into a token's window, zeros elsewhere."""
         filters = self.project.weight.transpose(1, 2).reshape(self.project.out_channels, -1)  # (D, k * 4), base-major
-        block = filters.new_zeros(self.patch, filters.shape[0], 4 * (self.kernel + self.patch - 1))
-        for offset in range(self.patch):
+        block = filters.new_zeros(self.filter_pool, filters.shape[0], 4 * (self.kernel + self.filter_pool - 1))
+        for offset in range(self.filter_pool):
             block[offset, :, 4 * offset : 4 * (offset + self.kernel)] = filters
         return block.flatten(0, 1)
+
+
+def tower_first_filters(d_model: int) -> int:
+    """Filters of conv_tower's first stage, which runs at every base: a quarter of d_model, 8 at least."""
+    return max(8, d_model // 4)
+
+
+TOWER_KERNEL = 5  # width of each later stage's convolution, in that stage's tokens
+
+
+class ConvTower(nn.Module):
+    """conv_tower's stages after its first: convolution, GELU and max pooling by 4 (by 2 for the last, if need be)
+    until `factor` times coarser, widening to d_model at the first. Enformer's and Borzoi's towers reach 128 bp
+    a token this way; each stage runs on 4 times fewer tokens than the one before, so the first stage, at
+    every base, sets the cost. Positions whose bases are all N or padding hold zeros before each stage, so a
+    span scores the same alone as padded in a batch of longer spans (tested)."""
+
+    def __init__(self, filters: int, d_model: int, factor: int):
+        super().__init__()
+        self.factors = []
+        while factor > 1:
+            self.factors.append(min(4, factor))
+            factor //= self.factors[-1]
+        self.factors = self.factors or [1]  # at 8 bp a token, one stage without pooling widens to d_model
+        widths = [filters] + [d_model] * len(self.factors)
+        self.convs = nn.ModuleList(
+            nn.Conv1d(widths[i], widths[i + 1], TOWER_KERNEL, padding=TOWER_KERNEL // 2)
+            for i in range(len(self.factors))
+        )
+
+    def forward(self, x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        """[B, t, filters] first-stage tokens and their valid mask [B, t] -> [B, t / factor, d_model]."""
+        x = x.transpose(1, 2)  # (B, C, t): the convolutions' layout
+        for conv, factor in zip(self.convs, self.factors):
+            x = x * valid[:, None, :].to(x.dtype)
+            x = F.max_pool1d(F.gelu(conv(x)), factor)
+            valid = valid.view(valid.shape[0], -1, factor).any(dim=-1)
+        return x.transpose(1, 2).contiguous()
 
 
 def patch_max(responses: torch.Tensor, activation: str = "relu") -> torch.Tensor:
