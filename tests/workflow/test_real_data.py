@@ -91,3 +91,43 @@ def test_sample_sheet_lists_the_shipped_pairs(cell):
     assert list(sheet.columns) == ["cell_line", "pairs", "genome"]
     row = sheet.set_index("cell_line").loc[cell]
     assert (REPO / row["pairs"]).exists() and row["genome"] == "hg19"
+
+
+def test_a_span_model_keeps_every_targetfinder_pair_and_encodes_them_on_the_real_data_genome(tmp_path):
+    """Real distances (up to 1.9 Mb) at the default windows.max_span: windows and span encoding of 300 pairs of
+    TargetFinder's full IMR90 table, the longest included, on the shipped hg19-size genome; the genome store
+    holds each base once, at half a byte, and the span shards coordinates only."""
+    require_bedtools()
+    folder = user_folder(tmp_path)
+    full = pd.read_csv(REPO / "data" / "targetfinder-full" / "IMR90.pairs.csv.gz")
+    span = full[["enhancer_end", "promoter_end"]].max(axis=1) - full[["enhancer_start", "promoter_start"]].min(axis=1)
+    by_span = span.sort_values().index
+    picks = [by_span[full.loc[by_span, "label"] == label] for label in (0, 1)]  # every distance, of each class
+    chosen = pd.concat([full.loc[index[:: max(1, len(index) // 150)]] for index in picks] + [full.loc[[span.idxmax()]]])
+    chosen = chosen.drop_duplicates()
+    chosen.to_csv(tmp_path / "IMR90.full.csv", index=False)
+    (tmp_path / "sheet.tsv").write_text(f"cell_line\tpairs\tgenome\nIMR90\t{tmp_path / 'IMR90.full.csv'}\thg19\n")
+    overlay = {
+        "samples": str(tmp_path / "sheet.tsv"),
+        "windows": {"enhancer_width": 200, "promoter_width": 200, "max_n_fraction": 1.0},  # most elements are N here
+        "models": {"span": {**TINY_MODEL, "attention": "linear", "input": "span", "patch_size": 128,
+                            "kernel_size": 11, "stem": "conv_tower"}},
+    }  # fmt: skip
+    (tmp_path / "span.yaml").write_text(yaml.safe_dump(overlay))
+    run_workflow(
+        folder, "-s", str(REPO / "Snakefile"), "results/IMR90/span_shards", "--configfile", str(OVERLAY),
+        str(tmp_path / "span.yaml"), timeout=1200,
+    )  # fmt: skip
+    stats = json.loads((tmp_path / "results" / "IMR90" / "windows_stats.json").read_text())
+    assert stats["windows"]["max_span"] == 2_100_000 and stats["pairs_kept"] == stats["pairs_in"] == len(chosen)
+    manifest = json.loads((tmp_path / "results" / "IMR90" / "span_shards" / "manifest.json").read_text())
+    assert sum(entry["rows"] for entry in manifest["shards"]) == len(chosen)
+    assert max(entry["bases"] for entry in manifest["shards"]) > 1_800_000  # the longest span, 1.88 Mb, is there
+    store = tmp_path / "results" / "genomes" / "hg19" / "store"
+    sizes = pd.read_csv(REPO / "data" / "targetfinder" / "hg19.chrom.sizes", sep="\t", header=None)
+    packed = sum(path.stat().st_size for path in store.glob("chrom-*.u8"))
+    assert packed == sum((length + 1) // 2 for length in sizes[1])  # each base once: 1.0 x the genome at 4 bits
+    shards = sum(
+        path.stat().st_size for path in (tmp_path / "results" / "IMR90" / "span_shards").rglob("*.safetensors")
+    )
+    assert shards < 200 * len(chosen)
