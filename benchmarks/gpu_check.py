@@ -10,11 +10,16 @@
    demo's span model (`models.linear_span` of config/demo_long.yaml, read from there: conv
    stem, max pooling, 4-bp patches, so 100k tokens are a 400 kb span) on one span a step,
    linear against softmax, bf16 autocast: tokens/s and peak GPU memory, or the error where
-   softmax runs out of memory.
+   softmax runs out of memory;
+6. span mode at real scale (benchmarks/genome_scale_spans.py's step 4 on CUDA): one training step
+   on one span of 200 kb, 1 Mb and 2 Mb at 4 bp a token (conv_exp) and 32 and 128 bp a token
+   (conv_tower), bf16 autocast: seconds a step (median of 3, after a warm-up) and peak GPU memory.
 Usage (shards made here by `make demo`, copied beside the checkout):
     PYTHONPATH=src python3 benchmarks/gpu_check.py --shards results/demo_a/shards results/demo_b/shards --out OUT
 Only the span measurement (also on the CPU, at small sizes, to check the code):
     PYTHONPATH=src python3 benchmarks/gpu_check.py --only-spans --span-tokens 20000 50000 100000
+Only the real-scale span steps (on the CPU too, with --real-scale-lengths 20000 to check the code):
+    PYTHONPATH=src python3 benchmarks/gpu_check.py --only-real-scale
 """
 
 from __future__ import annotations
@@ -118,6 +123,55 @@ def span_training_throughput(attention: str, tokens: int, steps: int = 5, device
     return {"attention": attention, "tokens": tokens, "tokens_per_s": tokens * steps / seconds, "peak_mb": peak}
 
 
+def real_scale_steps(lengths, device: str, repeats: int = 3) -> list[dict]:
+    """Seconds (median of `repeats`, after a warm-up) and peak memory of one training step on one span of each
+    length at each of genome_scale_spans.py's resolutions, bf16 autocast on CUDA."""
+    import statistics
+
+    from genome_scale_spans import RESOLUTIONS
+
+    from epiformer.inference.devices import mixed_precision
+    from epiformer.model.transformer import EPITransformer
+
+    device = torch.device(device)
+    cuda = device.type == "cuda"
+    synchronize = torch.cuda.synchronize if cuda else lambda: None
+    rows = []
+    for patch, (stem, kernel) in RESOLUTIONS.items():
+        for length in lengths:
+            if cuda:
+                torch.cuda.empty_cache()
+                torch.cuda.reset_peak_memory_stats()
+            torch.manual_seed(0)
+            config = ModelConfig(
+                attention="linear", input="span", d_model=32, n_layers=2, n_heads=4, d_ff=64, patch_size=patch,
+                kernel_size=kernel, stem=stem, pool="max", element_pool=True, dropout=0.0,
+            )  # fmt: skip
+            model = EPITransformer(config).to(device)
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+            span = torch.nn.functional.one_hot(torch.randint(0, 4, (1, length), device=device), 4).float()
+            segment = torch.full((1, length), 2, device=device)
+            segment[:, :3000], segment[:, -2000:] = 0, 1
+            valid = torch.ones(1, length, dtype=torch.bool, device=device)
+            seconds = []
+            for repeat in range(repeats + 1):
+                synchronize()
+                started = time.perf_counter()
+                with mixed_precision(device):
+                    logit = model(span=span, segment=segment, span_valid=valid)
+                optimizer.zero_grad()
+                logit.float().square().mean().backward()
+                optimizer.step()
+                synchronize()
+                if repeat:  # the first is the warm-up
+                    seconds.append(time.perf_counter() - started)
+            peak = torch.cuda.max_memory_allocated() / 2**20 if cuda else float("nan")
+            median = statistics.median(seconds)
+            rows.append({"patch": patch, "stem": stem, "span_bp": length, "seconds": median, "peak_mb": peak})
+            print(rows[-1], flush=True)
+    return rows
+
+
 def span_table(lengths: list[int], device: str) -> list[dict]:
     rows = []
     for tokens in lengths:
@@ -138,9 +192,16 @@ def main() -> None:
     parser.add_argument("--out", default="gpu_check")
     parser.add_argument("--span-tokens", type=int, nargs="+", default=[20_000, 50_000, 100_000])
     parser.add_argument("--only-spans", action="store_true", help="only the span measurement (step 5)")
+    parser.add_argument("--real-scale-lengths", type=int, nargs="+", default=[200_000, 1_000_000, 2_000_000])
+    parser.add_argument("--only-real-scale", action="store_true", help="only the real-scale span steps (step 6)")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.only_real_scale:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        rows = real_scale_steps(args.real_scale_lengths, device)
+        (out / "real_scale_steps.json").write_text(json.dumps(rows, indent=2))
+        return
     if args.only_spans:
         device = "cuda" if torch.cuda.is_available() else "cpu"
         (out / "span_training.json").write_text(json.dumps(span_table(args.span_tokens, device), indent=2))
@@ -189,6 +250,7 @@ def main() -> None:
             }
             print(results, flush=True)
     results["span_training"] = span_table(args.span_tokens, "cuda")
+    results["real_scale_steps"] = real_scale_steps(args.real_scale_lengths, "cuda")
     (out / "gpu_train.json").write_text(json.dumps(results, indent=2))
 
 

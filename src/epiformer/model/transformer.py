@@ -198,7 +198,7 @@ TOWER_KERNEL = 5  # width of each later stage's convolution, in that stage's tok
 
 
 class ConvTower(nn.Module):
-    """conv_tower's stages after its first: convolution, GELU and max pooling by 4 (by 2 for the last, if need be)
+    """conv_tower's stages after its first: convolution, ReLU and max pooling by 4 (by 2 for the last, if need be)
     until `factor` times coarser, widening to d_model at the first. Enformer's and Borzoi's towers reach 128 bp
     a token this way; each stage runs on 4 times fewer tokens than the one before, so the first stage, at
     every base, sets the cost. Positions whose bases are all N or padding hold zeros before each stage, so a
@@ -221,20 +221,22 @@ class ConvTower(nn.Module):
         """[B, t, filters] first-stage tokens and their valid mask [B, t] -> [B, t / factor, d_model]."""
         x = x.transpose(1, 2)  # (B, C, t): the convolutions' layout
         for conv, factor in zip(self.convs, self.factors):
-            x = x * valid[:, None, :].to(x.dtype)
-            x = F.max_pool1d(F.gelu(conv(x)), factor)
+            x = conv(x * valid[:, None, :].to(x.dtype))  # (B, C, t)
+            # ReLU, then the largest of each `factor` positions: patch_max's fast path (ReLU rises monotonically).
+            x = patch_max(x.view(*x.shape[:2], -1, factor), "relu", dim=3)
             valid = valid.view(valid.shape[0], -1, factor).any(dim=-1)
         return x.transpose(1, 2).contiguous()
 
 
-def patch_max(responses: torch.Tensor, activation: str = "relu") -> torch.Tensor:
-    """[B, T, p, D] -> [B, T, D]: each channel's largest response within each patch, through `activation`.
+def patch_max(responses: torch.Tensor, activation: str = "relu", dim: int = 2) -> torch.Tensor:
+    """[B, T, p, D] -> [B, T, D]: each channel's largest response within each patch (along `dim`), through
+    `activation`.
 
     `relu`, or `exp`: the exponential activation of Koo and Ploenzke (2021), which makes
     first-layer filters learn whole motifs rather than parts of them. On the long demo it found
     the insulator in seeds where ReLU did not (docs/demo_long.md, "The exponential stem").
     """
-    return _PatchMax.apply(responses, activation)
+    return _PatchMax.apply(responses, activation, dim)
 
 
 class _PatchMax(torch.autograd.Function):
@@ -250,23 +252,24 @@ class _PatchMax(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, responses, activation):
-        largest = responses.amax(dim=2)  # (B, T, D)
+    def forward(ctx, responses, activation, dim):
+        largest = responses.amax(dim=dim)  # (B, T, D)
         out = torch.exp(largest) if activation == "exp" else largest.clamp(min=0.0)
         if ctx.needs_input_grad[0]:  # not when scoring: no mask, no memory for it
             # 1.0 where a response is its patch's maximum, in the responses' dtype: sums and
             # products of a bool mask would convert it on every use.
-            winners = torch.eq(responses, largest.unsqueeze(2)).to(responses.dtype)  # (B, T, p, D)
+            winners = torch.eq(responses, largest.unsqueeze(dim)).to(responses.dtype)  # (B, T, p, D)
             slope = out if activation == "exp" else largest > 0  # d activation / d largest
             ctx.save_for_backward(winners, slope)
+            ctx.dim = dim
         return out
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad):
         winners, slope = ctx.saved_tensors
-        share = (grad * slope) / winners.sum(dim=2).clamp_(min=1)  # (B, T, D); a NaN patch has no winner
-        return winners * share.unsqueeze(2), None
+        share = (grad * slope) / winners.sum(dim=ctx.dim).clamp_(min=1)  # (B, T, D); a NaN patch has no winner
+        return winners * share.unsqueeze(ctx.dim), None, None
 
 
 class Attention(nn.Module):
