@@ -30,7 +30,7 @@ Span shards hold coordinates, not sequence: a pair's bases are cut from the geno
 (`epiformer.data.genome_store`, each base of the genome once, 4 bits a base) when its batch is
 made. Spans at real distances (25 kb to 2 Mb) overlap so much that storing each apart would
 hold the genome 25 times over; stored once, the sequence of every cell line's spans is the
-genome's half a byte a base, and a span shard is 80 bytes a pair.
+genome's half a byte a base, and a span shard is 66 bytes a pair.
 
 Stored layout (`{split}/shard-NNNNN.safetensors`, at most `shard_size` pairs, N rows):
 
