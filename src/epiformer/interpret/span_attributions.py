@@ -24,8 +24,12 @@ Outputs of `explain_span_model` (`results/{cell}/{model}/`, the `span_attributio
   `insulator_start`, `insulator_end`), also the insulator's share and its `insulator_enrichment`:
   the mean absolute contribution a base inside the insulator over that of the rest of the
   between segment (above 1: the insulator stands out).
-- `span_attributions.png`: the contribution along the span of the best-scored pairs, segments
-  shaded and a known insulator marked.
+- `span_attributions.png`: the contribution along the span of six of the pairs, from the best
+  scored down, segments shaded and a known insulator marked.
+
+Pairs: `explain.span_pairs` test pairs spread evenly down the score ranking (`spread_over_scores`),
+not only the best-scored: between the elements, what makes a pair score low (an insulator)
+is as much the question as what makes one score high.
 """
 
 from __future__ import annotations
@@ -60,13 +64,14 @@ SEGMENT_COLUMNS = [
     "insulator_enrichment",
 ]
 PLOTTED_PAIRS = 6  # pairs drawn in span_attributions.png
+ELEMENT_COLOURS = {"enhancer": "tab:green", "promoter": "tab:purple"}
 
 
 @dataclass(frozen=True)
 class SpanExplainSpec:
     """What explaining a span model takes from the `explain:` config block (config/config.yaml documents each key)."""
 
-    span_pairs: int = 40  # best-scored test pairs explained (0: every test pair)
+    span_pairs: int = 40  # test pairs explained, spread evenly down the score ranking (0: every test pair)
     span_method: str = "integrated_gradients"  # or saliency
     steps: int = 32  # integrated gradients: points along the path
 
@@ -78,6 +83,15 @@ class SpanExplainSpec:
             )
         if self.span_pairs < 0 or self.steps < 1:
             raise AttributionError("explain.span_pairs must be 0 or more and explain.steps 1 or more.")
+
+
+def spread_over_scores(ranked: pd.DataFrame, n: int) -> pd.DataFrame:
+    """`n` rows of `ranked` (test pairs, best score first) at even steps down the ranking, the best first (all when 0
+    or fewer than n): pairs the model calls interacting, blocked and background alike, since what lies between
+    the elements matters as much for a pair it scores low."""
+    if n == 0 or n >= len(ranked):
+        return ranked
+    return ranked.iloc[np.linspace(0, len(ranked) - 1, n).round().astype(int)]
 
 
 def span_hypothetical(model, batch: dict, method: str, steps: int) -> torch.Tensor:
@@ -193,13 +207,14 @@ def write_span_attributions(path, spans, rows: list[int], per_base: dict[int, np
 
 
 def plot_span_contributions(path, spans, rows, per_base, table: pd.DataFrame, truth) -> None:
-    """span_attributions.png: each plotted pair's contribution along its span, binned, segments shaded."""
+    """span_attributions.png: the contribution along the span, binned, segments shaded, of PLOTTED_PAIRS pairs
+    spread down the ranking."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    shown = rows[:PLOTTED_PAIRS]
+    shown = [rows[i] for i in np.linspace(0, len(rows) - 1, min(PLOTTED_PAIRS, len(rows))).round().astype(int)]
     figure, axes = plt.subplots(max(1, len(shown)), 1, figsize=(10, 1.9 * max(1, len(shown))), squeeze=False)
     for axis, row in zip(axes[:, 0], shown):
         contribution = per_base[row]
@@ -208,8 +223,8 @@ def plot_span_contributions(path, spans, rows, per_base, table: pd.DataFrame, tr
         position = np.arange(0, len(contribution), bins) / 1000
         first_end, second_start = spans.segments[row]
         first, second = ("enhancer", "promoter") if spans.enhancer_first[row] else ("promoter", "enhancer")
-        axis.axvspan(0, first_end / 1000, color="tab:green", alpha=0.15, label=first)
-        axis.axvspan(second_start / 1000, len(contribution) / 1000, color="tab:purple", alpha=0.15, label=second)
+        for (start, end), element in (((0, first_end), first), ((second_start, len(contribution)), second)):
+            axis.axvspan(start / 1000, end / 1000, color=ELEMENT_COLOURS[element], alpha=0.15, label=element)
         mask = insulator_mask(truth, int(spans.pair_id[row]), int(spans.span_start[row]), len(contribution))
         if mask is not None and mask.any():
             inside = np.flatnonzero(mask)
@@ -236,7 +251,7 @@ def explain_span_model(
     spec: SpanExplainSpec = SpanExplainSpec(),
     truth_path=None,
 ) -> pd.DataFrame:
-    """Attributions over the spans of a span model's best-scored test pairs; the outputs of the module docstring."""
+    """Attributions over the spans of test pairs spread down a span model's ranking; the module docstring's outputs."""
     from epiformer.data.genome import Genome
     from epiformer.data.spans import spans_of_windows
     from epiformer.inference.trained_model import load_trained_model
@@ -247,14 +262,15 @@ def explain_span_model(
     model, description = load_trained_model(model_dir)
     if description["model"].get("input") != "span":
         raise AttributionError(f"{model_dir} reads element windows: explain it with the attributions rule.")
-    pairs = choose_pairs(read_windows(windows_path), pd.read_csv(predictions_path, sep="\t"), spec.span_pairs)
+    ranked = choose_pairs(read_windows(windows_path), pd.read_csv(predictions_path, sep="\t"), top_pairs=0)
+    pairs = spread_over_scores(ranked, spec.span_pairs)
     truth = pd.read_csv(truth_path, sep="\t").set_index("pair_id") if truth_path else None
     log.info("Explaining the spans of %d test pairs of %s by %s", len(pairs), model_dir, spec.span_method)
     with Genome(genome_path) as genome:
         spans = spans_of_windows(pairs, genome, list(genome.sizes))
         per_base = attribute_spans(model, spans, spec.span_method, spec.steps)
         sizes = genome.sizes
-    rows = list(range(len(pairs)))  # best-scored first, as choose_pairs orders them
+    rows = list(range(len(pairs)))  # best-scored first
     table = pairs.set_index("pair_id")[["label", "score"]]
     records = []
     for row in rows:
