@@ -197,7 +197,7 @@ def get_genome_index(wildcards):
 
 
 def get_genome_store(wildcards):
-    """The genome store (rule genome_store) of the cell line's genome: span shards cut their bases from it."""
+    """The genome store of the cell line's genome (written by the genome_store rule), which span shards cut bases from."""
     return f"results/genomes/{samples.loc[wildcards.cell, 'genome']}/store"
 
 
