@@ -83,6 +83,7 @@ def test_epiformer_summary_of_some_models_equals_the_workflows_rows_for_them(poo
     for cell in CELLS:
         for name in ("linear_pooled_distance", "distance"):
             shutil.copytree(pooled_run / "results" / cell / name, results / cell / name)
+        shutil.copy(pooled_run / "results" / cell / "windows_stats.json", results / cell)  # the drop counts
     shutil.copytree(
         pooled_run / "results" / "pooled" / "linear_pooled_distance", results / "pooled" / "linear_pooled_distance"
     )
