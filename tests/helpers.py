@@ -296,3 +296,24 @@ def encode_spans_of_fasta(windows: pd.DataFrame, fasta: Path, outdir: Path, **kw
     from epiformer.data.spans import encode_span_shards
 
     return encode_span_shards(windows, store_of(fasta), outdir, **kwargs)
+
+
+def read_fasta(path) -> dict[str, str]:
+    """A FASTA file's sequences by name, as written (case kept), read apart from the package."""
+    sequences, name = {}, None
+    for line in open(path):
+        line = line.rstrip("\n")
+        if line.startswith(">"):
+            name = line[1:].split()[0]
+            sequences[name] = []
+        else:
+            sequences[name].append(line)
+    return {name: "".join(parts) for name, parts in sequences.items()}
+
+
+def write_fasta(path, sequences: dict[str, str]):
+    """Write `sequences` as FASTA, 70 bases a line; returns the path."""
+    with open(path, "w") as handle:
+        for name, sequence in sequences.items():
+            handle.write(f">{name}\n" + "".join(sequence[i : i + 70] + "\n" for i in range(0, len(sequence), 70)))
+    return path

@@ -18,6 +18,7 @@ from epiformer.io.vcf import VcfError
 from epiformer.scoring.new_pairs import packed_pairs
 from epiformer.scoring.predict import predict_pairs
 from epiformer.scoring.variants import Alleles, IntervalUnion, overlapping_alleles, score_variants, with_alleles
+from tests.helpers import read_fasta, write_fasta
 
 CLI = [sys.executable, "-m", "epiformer.cli"]
 VCF_HEADER = [
@@ -27,25 +28,6 @@ VCF_HEADER = [
 ]
 COLUMNS_LINE = "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO"
 N_PAIRS = 24  # pairs of demo_a scored (and a trans pair added after them)
-
-
-def read_fasta(path) -> dict[str, str]:
-    sequences, name = {}, None
-    for line in open(path):
-        line = line.rstrip("\n")
-        if line.startswith(">"):
-            name = line[1:].split()[0]
-            sequences[name] = []
-        else:
-            sequences[name].append(line)
-    return {name: "".join(parts) for name, parts in sequences.items()}
-
-
-def write_fasta(path, sequences: dict[str, str]):
-    with open(path, "w") as handle:
-        for name, sequence in sequences.items():
-            handle.write(f">{name}\n" + "".join(sequence[i : i + 70] + "\n" for i in range(0, len(sequence), 70)))
-    return path
 
 
 def vcf_text(sequences: dict[str, str], records: list[str]) -> str:

@@ -15,9 +15,11 @@ from tests.helpers import (
     assert_figure,
     copy_workflow,
     job_counts,
+    read_fasta,
     run_workflow,
     snakemake,
     tiny_config,
+    write_fasta,
 )
 
 # As config/demo_long.yaml's span models: an exponential conv stem, max pooling, each element pooled on its own.
@@ -127,20 +129,9 @@ def test_epiformer_predict_scores_a_span_model_as_the_workflow_did(long_run, tmp
 
 def mutated_fasta(source, target, chrom: str, start: int, alt: str):
     """A copy of FASTA `source` with base `start` (0-based) of `chrom` replaced by `alt`."""
-    sequences, name = {}, None
-    for line in open(source):
-        if line.startswith(">"):
-            name = line[1:].split()[0]
-            sequences[name] = []
-        else:
-            sequences[name].append(line.strip())
-    bases = "".join(sequences[chrom])
-    sequences[chrom] = [bases[:start] + alt + bases[start + 1 :]]
-    with open(target, "w") as handle:
-        for name, parts in sequences.items():
-            sequence = "".join(parts)
-            handle.write(f">{name}\n" + "".join(sequence[i : i + 60] + "\n" for i in range(0, len(sequence), 60)))
-    return target
+    sequences = read_fasta(source)
+    sequences[chrom] = sequences[chrom][:start] + alt + sequences[chrom][start + 1 :]
+    return write_fasta(target, sequences)
 
 
 def test_epiformer_variants_scores_a_span_model_anywhere_in_the_span_as_predict_on_the_mutated_genome(

@@ -10,26 +10,16 @@ from tests.helpers import (
     copy_workflow,
     job_counts,
     per_cell_and_pooled_config,
+    read_fasta,
     require_bedtools,
     run_workflow,
     snakemake,
 )
 
 
-def read_fasta(path) -> dict[str, str]:
-    sequences, name = {}, None
-    for line in open(path):
-        if line.startswith(">"):
-            name = line[1:].split()[0]
-            sequences[name] = []
-        else:
-            sequences[name].append(line.strip())
-    return {name: "".join(parts).upper() for name, parts in sequences.items()}
-
-
 def demo_vcf(folder) -> list[str]:
     """SNVs at the centre of the first pair's enhancer and the second pair's promoter, one far from every element."""
-    genome = read_fasta(folder / "resources/demo/genome.fa")
+    genome = {name: bases.upper() for name, bases in read_fasta(folder / "resources/demo/genome.fa").items()}
     pairs = pd.read_csv(folder / "resources/demo/demo_a.pairs.csv")
     centres = [
         (pairs.loc[0, "enhancer_chrom"], (pairs.loc[0, "enhancer_start"] + pairs.loc[0, "enhancer_end"]) // 2),
