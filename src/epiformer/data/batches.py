@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from epiformer.constants import ELEMENTS, SEGMENT_IDS
-from epiformer.data.shards import ShardSet, Spans
+from epiformer.data.shards import ShardSet, Spans, segment_ids
 from epiformer.sequence.onehot import crop, reverse_complement, unpack
 
 
@@ -212,13 +212,8 @@ class SpanBatches(torch.utils.data.Dataset):
         length, flank = int(self.span_lengths[row]), self.spans.flank
         bases = self.spans.onehot(row)[flank + shift : flank + shift + length]
         first_end, second_start = self.spans.segments[row]
-        first, second = ELEMENTS if self.spans.enhancer_first[row] else ELEMENTS[::-1]
         position = np.arange(length) + shift  # in span coordinates: a shifted base keeps its segment by place
-        segments = np.where(
-            position < first_end,
-            SEGMENT_IDS[first],
-            np.where(position < second_start, SEGMENT_IDS["between"], SEGMENT_IDS[second]),
-        )
+        segments = segment_ids(position, first_end, second_start, self.spans.enhancer_first[row]).astype(np.int64)
         return bases, segments
 
 

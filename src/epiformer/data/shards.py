@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from epiformer.constants import ELEMENTS, SHARD_FORMAT, SPAN_SHARD_FORMAT, SPAN_SHARDS, WINDOW_SHARDS
+from epiformer.constants import ELEMENTS, SEGMENT_IDS, SHARD_FORMAT, SPAN_SHARD_FORMAT, SPAN_SHARDS, WINDOW_SHARDS
 from epiformer.data.genome_store import GenomeStore, GenomeStoreError
 from epiformer.io.files import sha256_file
 
@@ -276,6 +276,14 @@ def open_genome_store(shard_dir: Path, manifest: dict, verify: bool) -> GenomeSt
             raise ShardError(str(error)) from None
         _verified_stores.add(key)
     return store
+
+
+def segment_ids(positions, first_end, second_start, enhancer_first) -> np.ndarray:
+    """`constants.SEGMENT_IDS` of span positions (span coordinates; arrays broadcast): the first element before
+    `first_end`, between up to `second_start`, the second element after (`data.spans` defines the cut)."""
+    first = np.where(enhancer_first, SEGMENT_IDS["enhancer"], SEGMENT_IDS["promoter"])
+    second = np.where(enhancer_first, SEGMENT_IDS["promoter"], SEGMENT_IDS["enhancer"])
+    return np.where(positions < first_end, first, np.where(positions < second_start, SEGMENT_IDS["between"], second))
 
 
 class Spans:

@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from epiformer.constants import SEGMENT_IDS
 from epiformer.interpret.attributions import BASELINE, AttributionError, centred, choose_pairs
 from epiformer.io.files import atomic_write, atomic_write_text
 from epiformer.io.runlog import progress
@@ -138,14 +139,10 @@ def attribute_spans(model, spans, method: str, steps: int) -> dict[int, np.ndarr
 
 def segment_masks(length: int, first_end: int, second_start: int, enhancer_first: bool) -> dict[str, np.ndarray]:
     """Boolean [length] masks of the enhancer, between and promoter segments of a span."""
-    position = np.arange(length)
-    first, second = (position < first_end), (position >= second_start)
-    between = ~first & ~second
-    return {
-        "enhancer": first if enhancer_first else second,
-        "between": between,
-        "promoter": second if enhancer_first else first,
-    }
+    from epiformer.data.shards import segment_ids
+
+    ids = segment_ids(np.arange(length), first_end, second_start, enhancer_first)
+    return {name: ids == SEGMENT_IDS[name] for name in ("enhancer", "between", "promoter")}
 
 
 def segment_row(contribution: np.ndarray, masks: dict[str, np.ndarray], insulator: np.ndarray | None) -> dict:

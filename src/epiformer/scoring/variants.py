@@ -41,10 +41,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from epiformer.constants import ALPHABET, ELEMENTS, WINDOW_FIELDS
+from epiformer.constants import ALPHABET, ELEMENTS, SEGMENT_IDS, WINDOW_FIELDS
 from epiformer.data.chromosomes import flip_chr
 from epiformer.data.genome import Genome
-from epiformer.data.shards import PackedPairs, Spans
+from epiformer.data.shards import PackedPairs, Spans, segment_ids
 from epiformer.data.spans import span_coordinates, spans_of_windows
 from epiformer.data.windows import WindowSpec, place_pair_windows, place_windows
 from epiformer.inference.trained_model import predict_split
@@ -268,11 +268,9 @@ class AlleleSpans(Spans):
 def span_segment_names(spans: Spans, rows: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """The segment of each span `rows[i]` (enhancer, promoter or between) that holds position `starts[i]`."""
     offset = starts - spans.span_start[rows]  # span coordinates; an allele starting before the span: its first segment
-    first_end, second_start = spans.segments[rows, 0], spans.segments[rows, 1]
-    enhancer_first = spans.enhancer_first[rows]
-    first = np.where(enhancer_first, "enhancer", "promoter")
-    second = np.where(enhancer_first, "promoter", "enhancer")
-    return np.where(offset < first_end, first, np.where(offset < second_start, "between", second))
+    ids = segment_ids(offset, spans.segments[rows, 0], spans.segments[rows, 1], spans.enhancer_first[rows])
+    names = {number: name for name, number in SEGMENT_IDS.items()}
+    return np.array([names[number] for number in ids.tolist()], dtype=object)
 
 
 def score_span_alleles(model, genome: Genome, windows, hits, alleles, device, max_tokens: int) -> pd.DataFrame:
