@@ -14,3 +14,7 @@ SPAN_SHARD_FORMAT = (
     # only, the sequence cut from the genome store
 )
 GENOME_STORE, GENOME_STORE_FORMAT = "genome", 1  # the genome encoded once (`epiformer.data.genome_store`): kind, format
+# Scores (predictions, predict, variants, tracks, transfer) are written as pandas writes a float by default: the
+# shortest text that reads back to the same value of its dtype (float32 up to 9 digits, float64 up to 17), so every
+# metric recomputes exactly from the files; a fixed "%.6g" made ties and moved AUROC in the 6th digit.
+SCORE_FORMAT = None  # pandas' to_csv float_format

@@ -53,7 +53,7 @@ def test_the_diagonal_equals_each_models_own_evaluation(trained_cells, tmp_path)
         assert table.loc[(cell, cell), "n_test"] == metrics["n_test"]
 
 
-def test_the_table_is_written_with_six_significant_digits(trained_cells, tmp_path):
+def test_the_table_is_written_exactly(trained_cells, tmp_path):
     models, shards = models_and_shards(trained_cells)
     out = tmp_path / "transfer" / "linear.tsv"
     table = write_transfer(models, shards, out)
@@ -62,9 +62,7 @@ def test_the_table_is_written_with_six_significant_digits(trained_cells, tmp_pat
         written[["train_cell", "test_cell", "n_test", "positives"]], table.iloc[:, [0, 1, 4, 5]]
     )
     for metric in ("auroc", "auprc"):
-        np.testing.assert_allclose(written[metric], table[metric], rtol=5e-6, atol=0)
-        # exactly six significant digits, not merely close: each written value is the rounded one
-        assert written[metric].tolist() == [float(f"{value:.6g}") for value in table[metric]]
+        assert written[metric].tolist() == table[metric].tolist()  # each value reads back as computed
     assert sorted(path.name for path in out.parent.iterdir()) == ["linear.tsv"]  # no temporary file left
 
 

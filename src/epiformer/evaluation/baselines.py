@@ -6,8 +6,8 @@ the criterion that picks the Transformers' best epoch). Its decision threshold i
 on the validation split by `metrics.compute_metrics`, and it is reported on the test
 split. Outputs have the formats of `epiformer.evaluation.metrics` (`predictions.tsv`: pair_id,
 label, score; `metrics.json`), and `metrics.json` gains a `baseline` entry that says what
-was fitted. Scores are rounded to `SCORE_DECIMALS` before anything is computed, so the
-metrics equal a recomputation from predictions.tsv exactly.
+was fitted. predictions.tsv holds each score exactly (`constants.SCORE_FORMAT`), so the
+metrics equal a recomputation from it.
 
 The pairs of each split, in order, are the shards' (`shards.load_split`), so a baseline is
 scored on exactly the pairs a Transformer is; `windows.tsv` supplies distances and element
@@ -54,7 +54,6 @@ log = logging.getLogger(__name__)
 # With one or two features and thousands of pairs the penalty hardly matters, and a strong
 # one only squeezes the scores together (into ties once rounded); k-mers need tuning.
 C_GRIDS = {"distance": (1.0,), "kmer": (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0), "propensity": (1.0,)}
-SCORE_DECIMALS = 6  # write_predictions keeps 6 significant digits: a probability rounded to 6 decimals survives it
 N_CODE = 4  # base code of N (A, C, G, T are 0-3)
 
 
@@ -177,7 +176,7 @@ def fit_logistic(
         if best is None or val_auprc > best[0]:
             best = (val_auprc, c, model)
     _, c, model = best
-    return {split: np.round(model.predict_proba(x)[:, 1], SCORE_DECIMALS) for split, x in features.items()}, c
+    return {split: model.predict_proba(x)[:, 1] for split, x in features.items()}, c
 
 
 def baseline_features(

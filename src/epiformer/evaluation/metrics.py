@@ -21,6 +21,7 @@ from sklearn.metrics import (
     roc_auc_score,
 )
 
+from epiformer.constants import SCORE_FORMAT
 from epiformer.io.files import atomic_write_text
 
 
@@ -123,5 +124,5 @@ def compute_metrics(test: pd.DataFrame, val: pd.DataFrame | None, resamples: int
 
 def write_predictions(frame: pd.DataFrame, path) -> None:
     """predictions.tsv (module docstring), by pair_id, atomically."""
-    text = frame.sort_values("pair_id").to_csv(sep="\t", index=False, float_format="%.6g")
+    text = frame.sort_values("pair_id").to_csv(sep="\t", index=False, float_format=SCORE_FORMAT)
     atomic_write_text(Path(path), text)

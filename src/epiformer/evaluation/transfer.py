@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 from sklearn.metrics import average_precision_score, roc_auc_score
 
+from epiformer.constants import SCORE_FORMAT
 from epiformer.data.shards import load_split, shard_manifest, window_widths
 from epiformer.inference.devices import select_device
 from epiformer.inference.trained_model import load_trained_model, predict_split
@@ -72,5 +73,5 @@ def write_transfer(
 ) -> pd.DataFrame:
     """The transfer table (module docstring), written atomically to `out_tsv`."""
     table = transfer_table(model_dirs, shard_dirs, max_tokens=max_tokens, device=device)
-    atomic_write_text(Path(out_tsv), table.to_csv(sep="\t", index=False, float_format="%.6g"))
+    atomic_write_text(Path(out_tsv), table.to_csv(sep="\t", index=False, float_format=SCORE_FORMAT))
     return table

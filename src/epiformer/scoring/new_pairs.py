@@ -30,7 +30,6 @@ from epiformer.model.transformer import EPITransformer
 
 log = logging.getLogger(__name__)
 CHUNK_PAIRS = 4096  # pairs encoded and scored at a time (the workflow's default shard size)
-SCORE_FORMAT = "%.7g"  # float32 carries about 7 significant digits
 UNSCORED_COLUMNS = ["pair_id", "line", "reason"]
 
 

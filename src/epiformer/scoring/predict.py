@@ -16,7 +16,7 @@ encoded and scored `CHUNK_PAIRS` at a time, so memory stays flat for inputs of a
 Outputs, each written atomically:
 - scores TSV: `pair_id, score` for every scored pair, by pair_id. `pair_id` is the 0-based
   index of the pair among the file's data rows, as everywhere in the workflow; `score` is
-  the predicted probability of interaction (float32, written with 7 significant digits).
+  the predicted probability of interaction (float32, written exactly: `constants.SCORE_FORMAT`).
   Exact duplicate rows are scored, each under its own pair_id.
 - unscored TSV: `pair_id, line, reason` for every pair that could not be scored (`line` is
   the 1-based line of the pairs file); only a header when every pair was scored. Reasons
@@ -33,12 +33,12 @@ from pathlib import Path
 
 import torch
 
+from epiformer.constants import SCORE_FORMAT
 from epiformer.data.genome import Genome
 from epiformer.data.windows import place_pair_windows
 from epiformer.io.files import atomic_write_text
 from epiformer.model.configs import SCORING_BATCH_SIZE
 from epiformer.scoring.new_pairs import (
-    SCORE_FORMAT,
     load_scoring_model,
     read_pairs_to_score,
     score_pairs,

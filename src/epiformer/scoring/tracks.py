@@ -15,7 +15,7 @@ Outputs (coordinates 0-based, half-open, exactly the pairs file's element coordi
   is `browser_score(probability)`, an integer 0-1000; strands are the pairs file's
   strand1/strand2 where it has them, else `.`; `label` is the scores table's, else the pairs
   file's, `.` where unknown (column 11 is the label, as in the BEDPE that read_pairs reads,
-  so the file reads back as pairs); `probability` has 7 significant digits.
+  so the file reads back as pairs); `probability` is the score, written exactly.
 - UCSC interact (bed5+13, `INTERACT_FIELDS`, schema `INTERACT_AS`): an optional
   `track type=interact ...` line for direct upload, a `#` header line, then one row per
   pair sorted by chrom and chromStart: chromStart/chromEnd span both elements, `value` is
@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from epiformer.constants import ELEMENTS
+from epiformer.constants import ELEMENTS, SCORE_FORMAT
 from epiformer.data.chromosomes import check_pairs_fit_genome, fai_path, read_chrom_sizes
 from epiformer.data.pairs import PAIR_COLUMNS, fail_at_first_bad_row, fail_at_first_bad_value, read_pairs
 from epiformer.io.files import atomic_write, atomic_write_text
@@ -80,7 +80,6 @@ INTERACT_AS = """table interact
     )
 """
 BROWSER_SCORE_MAX = 1000  # BED score range that browsers shade by
-PROBABILITY_FORMAT = "%.7g"  # as the scores table (float32 carries about 7 significant digits)
 LOW_COLOR, HIGH_COLOR = np.array([200, 200, 200]), np.array([178, 24, 43])  # probability 0 and 1
 BEDTOBIGBED_INSTALL = "conda install -c bioconda ucsc-bedtobigbed, or UCSC's prebuilt bedToBigBed binary"
 
@@ -238,7 +237,7 @@ def track_line(name: str) -> str:
 
 
 def table_text(table: pd.DataFrame, header_lines: list[str]) -> str:
-    body = table.to_csv(sep="\t", index=False, header=False, float_format=PROBABILITY_FORMAT)
+    body = table.to_csv(sep="\t", index=False, header=False, float_format=SCORE_FORMAT)
     return "".join(line + "\n" for line in header_lines) + body
 
 

@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from epiformer.constants import ALPHABET, ELEMENTS, SEGMENT_IDS, WINDOW_FIELDS
+from epiformer.constants import ALPHABET, ELEMENTS, SCORE_FORMAT, SEGMENT_IDS, WINDOW_FIELDS
 from epiformer.data.chromosomes import flip_chr
 from epiformer.data.genome import Genome
 from epiformer.data.shards import PackedPairs, Spans, segment_ids
@@ -55,7 +55,6 @@ from epiformer.model.configs import SCORING_BATCH_SIZE, SCORING_TOKENS
 from epiformer.model.transformer import EPITransformer
 from epiformer.scoring.new_pairs import (
     CHUNK_PAIRS,
-    SCORE_FORMAT,
     load_scoring_model,
     packed_pairs,
     read_pairs_to_score,
