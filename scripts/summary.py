@@ -13,6 +13,7 @@ results = [
         predictions=predictions,
         truth=entry["truth"] or None,
         windows_stats=entry["windows_stats"],
+        windows=entry["windows"],
     )
     for entry, metrics, predictions in zip(
         snakemake.params.results, snakemake.input.metrics, snakemake.input.predictions
@@ -25,5 +26,8 @@ table = write_summary(
     paired_path=snakemake.output.paired,
     resamples=snakemake.params.bootstrap,
     seed=snakemake.params.seed,
+    distance_bins_path=snakemake.output.distance_bins,
+    distance_bins=snakemake.params.distance_bins,
+    distance_strata=snakemake.params.distance_strata,
 )
 log.info("Summary:\n%s", table.to_string(index=False))

@@ -23,6 +23,7 @@ import sys
 from functools import partial
 
 from epiformer import __version__
+from epiformer.constants import DISTANCE_BINS, DISTANCE_STRATA
 from epiformer.model.configs import SCORING_BATCH_SIZE
 
 log = logging.getLogger(__name__)
@@ -298,7 +299,8 @@ def add_summary(commands) -> None:
     parser = commands.add_parser(
         "summary",
         help="write summary.tsv of a results folder that holds some of the config's models",
-        description="Write summary.tsv, summary.md and paired_comparison.tsv (as the workflow's summary rule does)\n"
+        description="Write summary.tsv, summary.md, paired_comparison.tsv and distance_bins.tsv (as the workflow's\n"
+        "summary rule does)\n"
         "from the {cell}/{model}/metrics.json and predictions.tsv a results folder holds: for a run of some\n"
         "of the config's models, such as `make real-random`. Oracle columns stay empty (no truth table).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -313,6 +315,18 @@ def add_summary(commands) -> None:
         "--bootstrap", type=positive_int, default=1000, help="paired bootstrap resamples (default: %(default)s)"
     )
     parser.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default: %(default)s)")
+    parser.add_argument(
+        "--distance-bins",
+        type=positive_int,
+        default=DISTANCE_BINS,
+        help="distance quantile bins of the test pairs for binned metrics (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--distance-strata",
+        type=positive_int,
+        default=DISTANCE_STRATA,
+        help="distance quantile strata for the matched AUROC (default: %(default)s)",
+    )
     parser.set_defaults(run=run_summary, command_parser=parser)
 
 
@@ -334,8 +348,13 @@ def run_summary(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         paired_path=folder / "paired_comparison.tsv",
         resamples=args.bootstrap,
         seed=args.seed,
+        distance_bins_path=folder / "distance_bins.tsv",
+        distance_bins=args.distance_bins,
+        distance_strata=args.distance_strata,
     )
-    log.info("%s: summary.tsv, summary.md, paired_comparison.tsv of %d results", folder, len(results))
+    log.info(
+        "%s: summary.tsv, summary.md, paired_comparison.tsv, distance_bins.tsv of %d results", folder, len(results)
+    )
     return 0
 
 

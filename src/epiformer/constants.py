@@ -18,3 +18,4 @@ GENOME_STORE, GENOME_STORE_FORMAT = "genome", 1  # the genome encoded once (`epi
 # shortest text that reads back to the same value of its dtype (float32 up to 9 digits, float64 up to 17), so every
 # metric recomputes exactly from the files; a fixed "%.6g" made ties and moved AUROC in the 6th digit.
 SCORE_FORMAT = None  # pandas' to_csv float_format
+DISTANCE_BINS, DISTANCE_STRATA = 5, 10  # evaluate.distance_bins and .distance_strata (evaluation.distance): quantiles

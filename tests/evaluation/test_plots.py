@@ -13,9 +13,11 @@ import pandas as pd
 import pytest
 from sklearn.metrics import average_precision_score, roc_auc_score
 
+from epiformer.evaluation.distance import binned_metrics
 from epiformer.evaluation.plots import (
     plot_calibration,
     plot_comparison,
+    plot_distance_bins,
     plot_roc_pr,
     plot_scaling,
     plot_training,
@@ -195,3 +197,23 @@ def test_the_test_set_figures_are_the_same_in_rule_caption_and_package():
     caption = (REPO / "workflow" / "report" / "test_set.rst").read_text()
     assert set(labels) == set(TEST_SET_FIGURES)
     assert set(re.findall(r'snakemake\.wildcards\.figure == "(\w+)"', caption)) == set(TEST_SET_FIGURES)
+
+
+def test_distance_bin_figure_draws_each_cell_lines_bins_with_their_counts_for_every_model(tmp_path):
+    rng = np.random.default_rng(0)
+    distances = (10 ** rng.uniform(4, 6, 500)).astype(np.int64)
+    labels = (rng.random(500) < 0.3).astype(int)
+    frames = []
+    for cell, bins in (("cell_x", 4), ("cell_y", 3)):
+        for model in ("linear", "distance"):
+            table = binned_metrics(labels, rng.random(500), distances, bins)
+            frames.append(table.assign(cell_line=cell, model=model))
+    pd.concat(frames).to_csv(tmp_path / "bins.tsv", sep="\t", index=False)
+    png = tmp_path / "plots" / "distance_bins.png"
+    plot_distance_bins(tmp_path / "bins.tsv", png)
+    texts = figure_texts(png, 1320, round(4.2 * 2 * 120))  # a row of two panels per cell line
+    for cell, bins in (("cell_x", 4), ("cell_y", 3)):
+        assert f"{cell}: AUROC by distance, test" in texts and f"{cell}: AUPRC by distance, test" in texts
+        for row in binned_metrics(labels, labels, distances, bins).itertuples():  # each bin, its pairs and positives
+            assert sum(f"{row.n_test} pairs, {row.positives} +" in text for text in texts) >= 2
+    assert texts.count("linear") == texts.count("distance") == 2  # a legend per cell line

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import average_precision_score, roc_auc_score
 
+from epiformer.evaluation.distance import MATCHED_COLUMNS
 from epiformer.evaluation.metrics import compute_metrics
 from epiformer.evaluation.summary import (
     PAIRED_COLUMNS,
@@ -310,7 +311,9 @@ def test_summary_files_carry_the_paired_comparison(tmp_path):
     write_summary(results, *paths, resamples=200, seed=0)
     summary, paired = pd.read_csv(paths[0], sep="\t"), pd.read_csv(paths[2], sep="\t")
     columns = [f"{m}_diff_{b}{s}" for b in ("kmer", "flat") for m in ("auroc", "auprc") for s in ("", "_lo", "_hi")]
-    assert list(summary.columns) == EXISTING_COLUMNS + columns  # every existing column kept, in place
+    # every existing column kept, in place; the within-distance ones after (empty without windows.tsv)
+    assert list(summary.columns) == EXISTING_COLUMNS + columns + MATCHED_COLUMNS
+    assert summary[MATCHED_COLUMNS].isna().all().all()
     assert list(summary["kind"]) == ["transformer", "baseline", "baseline"] * 2
     assert summary.loc[summary["kind"] == "baseline", columns].isna().all().all()
     models = summary[summary["kind"] == "transformer"].set_index("cell_line")

@@ -2,7 +2,6 @@
 
 import re
 
-import numpy as np
 import pandas as pd
 import pytest
 import torch

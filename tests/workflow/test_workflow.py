@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -63,6 +64,38 @@ def test_baselines_transfer_and_figures_are_written_for_every_cell_line(finished
     assert set(summary.loc[summary["kind"] == "baseline", "model"]) == set(BASELINES)
 
 
+def test_metrics_within_distance_bins_are_in_the_summary_table_figure_and_report(finished):
+    from epiformer.evaluation.distance import binned_metrics, distance_strata, matched_auroc
+
+    results = finished / "results"
+    bins = pd.read_csv(results / "distance_bins.tsv", sep="\t")
+    summary = pd.read_csv(results / "summary.tsv", sep="\t").set_index(["cell_line", "model"])
+    for cell in ("demo_a", "demo_b"):
+        windows = pd.read_csv(results / cell / "windows.tsv", sep="\t")
+        for model in MODELS + BASELINES:
+            frame = pd.read_csv(results / cell / model / "predictions.tsv", sep="\t").merge(
+                windows[["pair_id", "distance"]]
+            )
+            labels, scores, distances = (
+                frame["label"].to_numpy(),
+                frame["score"].to_numpy(),
+                frame["distance"].to_numpy(),
+            )
+            expected = binned_metrics(labels, scores, distances, 5)  # evaluate.distance_bins: quintiles
+            written = bins.query("cell_line == @cell and model == @model")
+            assert list(written["n_test"]) == list(expected["n_test"]) and written["n_test"].sum() == len(frame)
+            np.testing.assert_allclose(written["auroc"], expected["auroc"], atol=1e-3)  # %.4g in the table
+            matched = matched_auroc(labels, scores, distance_strata(distances, 10))
+            assert summary.loc[(cell, model), "matched_auroc"] == pytest.approx(matched, abs=1e-3)
+    assert summary.loc[("demo_a", "linear"), "matched_auroc_diff_distance"] == pytest.approx(
+        summary.loc[("demo_a", "linear"), "matched_auroc"] - summary.loc[("demo_a", "distance"), "matched_auroc"],
+        abs=2e-3,
+    )
+    assert_figure(results / "plots" / "distance_bins.png")
+    assert "## Within distance" in (results / "summary.md").read_text()
+    assert "AUROC and AUPRC within distance bins of the test pairs" in (results / "distance_bins.html").read_text()
+
+
 def test_every_metric_equals_scikit_learn_on_predictions_tsv(finished):
     from sklearn.metrics import (
         average_precision_score,
@@ -119,12 +152,13 @@ def test_rerun_has_nothing_to_do_and_report_shows_every_figure_with_a_caption(fi
     tables = [
         "results/summary.html",
         "results/paired_comparison.html",
+        "results/distance_bins.html",
         "results/transfer/linear.html",
         "results/transfer/softmax.html",
         "results/demo_a/split_audit.html",
         "results/demo_b/split_audit.html",
     ]
-    assert len(figures) == 13 and set(figures + tables) <= set(entries)
+    assert len(figures) == 14 and set(figures + tables) <= set(entries)
     for path in figures + tables:
         entry = entries[path]
         caption = re.sub("<[^>]+>", "", entry["caption"])

@@ -49,6 +49,13 @@ for _row in samples.itertuples():
             f"{config['samples']}: cell line {_row.cell_line!r} uses genome {_row.genome!r}, "
             f"which is not a key of `genomes:` in the config (known: {', '.join(config['genomes'])})."
         )
+    if not config["genomes"][_row.genome].strip():
+        # An overlay for a genome the user brings (config/crispri.yaml) leaves its path empty.
+        raise ValueError(
+            f"genomes: {_row.genome!r} (cell line {_row.cell_line!r} in {config['samples']}) has no FASTA path. "
+            f"Give yours: snakemake ... --config 'genomes={{{_row.genome}: /path/to/{_row.genome}.fa}}' "
+            "(plain or bgzip FASTA), or set it in a config file."
+        )
 samples = samples.set_index("cell_line", drop=False)
 
 CELL_LINES = list(samples.index)
@@ -231,6 +238,7 @@ def all_outputs():
         expand("results/plots/transfer/{model}.png", model=CELL_MODELS),
         expand("results/{cell}/{model}/variants.tsv", cell=VARIANT_CELLS, model=CELL_MODELS),
         "results/plots/comparison.png",
+        "results/plots/distance_bins.png",
         "results/plots/cost.png",
         "results/plots/scaling_reference.png",
         "results/summary.tsv",

@@ -168,3 +168,26 @@ rule plot_scaling_reference:
         runtime=10,
     script:
         "../../scripts/plot_scaling.py"
+
+
+rule plot_distance_bins:
+    input:
+        table="results/distance_bins.tsv",
+    output:
+        png=report(
+            "results/plots/distance_bins.png",
+            caption="../report/distance_bins.rst",
+            category="Within distance",
+            labels={"figure": "metrics by distance"},
+        ),
+        svg="results/plots/distance_bins.svg",
+    log:
+        "logs/plot_distance_bins.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    script:
+        "../../scripts/plot_distance_bins.py"

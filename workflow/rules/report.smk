@@ -6,6 +6,7 @@
 REPORT_TABLES = [
     "results/summary.html",
     "results/paired_comparison.html",
+    "results/distance_bins.html",
     *expand("results/transfer/{model}.html", model=CELL_MODELS),
     *expand("results/{cell}/split_audit.html", cell=CELL_LINES),
 ]
@@ -49,6 +50,22 @@ use rule summary_html as paired_comparison_html with:
         "logs/paired_comparison_html.log",
     params:
         title="Each model minus each baseline on the same test pairs (paired bootstrap 95% intervals)",
+
+
+use rule summary_html as distance_bins_html with:
+    input:
+        table="results/distance_bins.tsv",
+    output:
+        html=report(
+            "results/distance_bins.html",
+            caption="../report/distance_bins_table.rst",
+            category="Within distance",
+            labels={"table": "metrics by distance bin"},
+        ),
+    log:
+        "logs/distance_bins_html.log",
+    params:
+        title="AUROC and AUPRC within distance bins of the test pairs",
 
 
 use rule summary_html as transfer_html with:

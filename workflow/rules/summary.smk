@@ -9,10 +9,12 @@ rule summary:
         descriptions=[f"{model_dir(cell, model)}/model.json" for cell in CELL_LINES for model in MODELS],
         truths=[get_truth(cell) for cell in CELL_LINES if get_truth(cell)],
         windows_stats=expand("results/{cell}/windows_stats.json", cell=CELL_LINES),
+        windows=expand("results/{cell}/windows.tsv", cell=CELL_LINES),
     output:
         tsv="results/summary.tsv",
         markdown="results/summary.md",
         paired="results/paired_comparison.tsv",
+        distance_bins="results/distance_bins.tsv",
     log:
         "logs/summary.log",
     conda:
@@ -28,6 +30,7 @@ rule summary:
                 "model": model,
                 "truth": get_truth(cell),
                 "windows_stats": f"results/{cell}/windows_stats.json",
+                "windows": f"results/{cell}/windows.tsv",
                 "description": f"{model_dir(cell, model)}/model.json" if model in MODELS else "",
             }
             for cell in CELL_LINES
@@ -35,5 +38,7 @@ rule summary:
         ],
         bootstrap=config["evaluate"]["bootstrap"],
         seed=config["evaluate"]["seed"],
+        distance_bins=config["evaluate"]["distance_bins"],
+        distance_strata=config["evaluate"]["distance_strata"],
     script:
         "../../scripts/summary.py"

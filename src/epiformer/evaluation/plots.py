@@ -312,3 +312,30 @@ def plot_transfer(table_tsv: str | Path, model: str, out_png: str | Path) -> Non
         fig.colorbar(image, ax=ax, shrink=0.8)
     fig.tight_layout()
     save_figure(fig, out_png)
+
+
+def plot_distance_bins(bins_tsv: str | Path, out_png: str | Path) -> None:
+    """AUROC (left) and AUPRC (right) within each distance bin of the test pairs, a row per cell line, every model
+    and baseline, the distance baseline in black: a model that only learned distance falls to it within bins."""
+    table = pd.read_csv(bins_tsv, sep="\t")
+    cells = list(dict.fromkeys(table["cell_line"]))
+    fig, axes = plt.subplots(len(cells), 2, figsize=(11, 4.2 * len(cells)), squeeze=False)
+    for cell, row_axes in zip(cells, axes):
+        here = table[table["cell_line"] == cell]
+        bins = list(dict.fromkeys(here["bin"]))
+        for name, rows in here.groupby("model", sort=False):
+            rows = rows.set_index("bin").reindex(bins)
+            extra = {"color": "black", "linewidth": 2} if name == "distance" else {}
+            for ax, metric in zip(row_axes, ("auroc", "auprc")):
+                ax.plot(range(len(bins)), rows[metric], line_style(name), marker="o", label=name, **extra)
+        counts = here.drop_duplicates("bin").set_index("bin").reindex(bins)
+        ticks = [f"{label}\n{n} pairs, {p} +" for label, n, p in zip(bins, counts["n_test"], counts["positives"])]
+        row_axes[0].axhline(0.5, color="grey", linestyle=":", label="chance")
+        for ax, metric in zip(row_axes, ("AUROC", "AUPRC")):
+            ax.set_xticks(range(len(bins)), ticks, fontsize=7)
+            ax.set(xlabel="enhancer-promoter distance (test-set quantile bins)", ylabel=f"{metric} within bin")
+            ax.set_title(f"{cell}: {metric} by distance, test")
+            ax.grid(alpha=0.3)
+        row_axes[0].legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    save_figure(fig, out_png)

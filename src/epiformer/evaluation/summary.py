@@ -19,7 +19,14 @@ the pairs kept; empty without the stats). Then, for
 each baseline b (in the order of the results), the paired comparison of a Transformer with
 b on the same cell line's test pairs: auroc_diff_b, auroc_diff_b_lo, auroc_diff_b_hi, auprc_diff_b, auprc_diff_b_lo,
 auprc_diff_b_hi (model minus baseline and its paired bootstrap 95% interval; empty on
-baseline rows).
+baseline rows). Then the measures within distance (`evaluation.distance`; empty without the
+cell line's windows.tsv): matched_auroc, matched_auroc_lo, matched_auroc_hi (each positive
+against the negatives of its own distance stratum), matched_auroc_diff_distance[_lo, _hi]
+(minus the distance baseline's, paired bootstrap; every row but the distance baseline's),
+binned_auroc_mean and binned_auprc_mean (over the distance bins that hold both classes).
+
+`distance_bins.tsv`: one row per (cell line, model or baseline, distance bin): cell_line,
+model, bin, distance_low, distance_high, n_test, positives, auroc, auprc.
 
 `paired_comparison.tsv` holds the same comparisons in long form, one row per (cell line,
 model, baseline, metric): cell_line, model, baseline, metric (auroc, auprc), model_value,
@@ -41,6 +48,8 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import roc_auc_score
 
+from epiformer.constants import DISTANCE_BINS, DISTANCE_STRATA
+from epiformer.evaluation.distance import MATCHED_COLUMNS, REFERENCE, distance_evaluation, with_distances
 from epiformer.evaluation.metrics import fast_average_precision, fast_roc_auc, paired_bootstrap_difference
 from epiformer.io.files import atomic_write_text
 
@@ -59,6 +68,7 @@ class ModelResult:
     predictions: Path
     truth: Path | None = None
     windows_stats: Path | None = None  # the cell line's windows_stats.json: what the windows stage dropped
+    windows: Path | None = None  # the cell line's windows.tsv: each pair's distance, for the within-distance measures
 
 
 SPAN_DROP_REASONS = ("span_longer_than_max_span", "span_across_chromosomes")  # data.windows' reasons
@@ -249,20 +259,59 @@ def with_paired_columns(table: pd.DataFrame, paired: pd.DataFrame) -> pd.DataFra
     return table
 
 
+def with_distance_columns(
+    table: pd.DataFrame, results: list[ModelResult], distance_bins: int, distance_strata: int, resamples: int, seed: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """`table` with MATCHED_COLUMNS (`evaluation.distance`) for every result whose windows.tsv is known, and the
+    long table of their distance bins (empty, and the columns NaN, without windows.tsv)."""
+    windows = {}
+    frames = {}
+    for result in results:
+        if result.windows is None:
+            continue
+        if result.windows not in windows:
+            windows[result.windows] = pd.read_csv(result.windows, sep="\t", usecols=["pair_id", "distance"])
+        predictions = pd.read_csv(result.predictions, sep="\t")
+        frames[(result.cell_line, result.model)] = with_distances(
+            predictions, windows[result.windows], result.predictions
+        )
+    columns, bins_table = distance_evaluation(frames, distance_bins, distance_strata, resamples, seed)
+    table = table.copy()
+    for column in MATCHED_COLUMNS:
+        table[column] = [
+            columns.get((cell, model), {}).get(column, np.nan)
+            for cell, model in zip(table["cell_line"], table["model"])
+        ]
+    return table, bins_table
+
+
 def write_summary(
-    results: list[ModelResult], tsv_path, markdown_path, paired_path=None, resamples: int = 1000, seed: int = 0
+    results: list[ModelResult],
+    tsv_path,
+    markdown_path,
+    paired_path=None,
+    resamples: int = 1000,
+    seed: int = 0,
+    distance_bins_path=None,
+    distance_bins: int = DISTANCE_BINS,
+    distance_strata: int = DISTANCE_STRATA,
 ) -> pd.DataFrame:
-    """Write summary.tsv, summary.md and, given `paired_path`, paired_comparison.tsv; return the summary table.
+    """Write summary.tsv, summary.md and, given their paths, paired_comparison.tsv and distance_bins.tsv.
 
     `resamples` and `seed` drive the paired bootstrap (the workflow passes `evaluate.bootstrap`
-    and `evaluate.seed`, as for each model's own intervals).
+    and `evaluate.seed`, as for each model's own intervals); `distance_bins` and
+    `distance_strata` are `evaluate.distance_bins` and `evaluate.distance_strata`.
+    Returns the summary table.
     """
     paired = paired_comparison(results, resamples, seed)
     table = with_paired_columns(pd.DataFrame([summary_row(r) for r in results]), paired)
+    table, bins_table = with_distance_columns(table, results, distance_bins, distance_strata, resamples, seed)
     atomic_write_text(Path(tsv_path), table.to_csv(sep="\t", index=False, float_format="%.4g"))
     atomic_write_text(Path(markdown_path), to_markdown(table, paired))
     if paired_path is not None:
         atomic_write_text(Path(paired_path), paired.to_csv(sep="\t", index=False, float_format="%.4g"))
+    if distance_bins_path is not None:
+        atomic_write_text(Path(distance_bins_path), bins_table.to_csv(sep="\t", index=False, float_format="%.4g"))
     return table
 
 
@@ -299,6 +348,10 @@ def results_in_folder(results: Path, models: list[str] | None = None) -> list[Mo
         path = folder.parent / "windows_stats.json"
         return path if path.is_file() else None
 
+    def windows(folder: Path) -> Path | None:
+        path = folder.parent / "windows.tsv"
+        return path if path.is_file() else None
+
     entries = [
         ModelResult(
             folder.parent.name,
@@ -307,6 +360,7 @@ def results_in_folder(results: Path, models: list[str] | None = None) -> list[Mo
             description(folder),
             folder / "predictions.tsv",
             windows_stats=stats(folder),
+            windows=windows(folder),
         )
         for folder in found
     ]
@@ -338,7 +392,48 @@ def to_markdown(table: pd.DataFrame, paired: pd.DataFrame | None = None) -> str:
     lines += dropped_markdown(table)
     if paired is not None and len(paired):
         lines += ["", *paired_markdown(paired)]
+    lines += within_distance_markdown(table)
     return "\n".join(lines) + "\n"
+
+
+def within_distance_markdown(table: pd.DataFrame) -> list[str]:
+    """The summary.md section on pairs of similar distance: matched AUROC and its difference with distance alone."""
+    if "matched_auroc" not in table or table["matched_auroc"].isna().all():
+        return []
+    lines = [
+        "",
+        "## Within distance: each positive against negatives of similar distance",
+        "",
+        "Matched AUROC: (positive, negative) pairs of the same distance stratum only (evaluation.distance); "
+        f"distance alone scores near 0.5 here. Δ = matched AUROC minus the {REFERENCE} baseline's, paired "
+        "bootstrap 95% interval. A model whose overall gain over distance vanishes here has learned distance.",
+        "",
+        "| cell line | model | AUROC | matched AUROC [95% CI] | Δ vs distance [95% CI] | gain within distance |",
+        "|---|---|---|---|---|---|",
+    ]
+    column = f"matched_auroc_diff_{REFERENCE}"
+    for row in table.itertuples():
+        if pd.isna(row.matched_auroc):
+            continue
+        name = row.model if row.kind == "transformer" else f"{row.model} (baseline)"
+        difference = getattr(row, column)
+        low, high = getattr(row, f"{column}_lo"), getattr(row, f"{column}_hi")
+        delta = "" if pd.isna(difference) else f"{difference:+.3f} [{low:+.3f}, {high:+.3f}]"
+        lines.append(
+            f"| {row.cell_line} | {name} | {row.auroc:.3f} | {row.matched_auroc:.3f} "
+            f"[{row.matched_auroc_lo:.3f}, {row.matched_auroc_hi:.3f}] | {delta} | {_within_verdict(low, high)} |"
+        )
+    return lines
+
+
+def _within_verdict(low: float, high: float) -> str:
+    if pd.isna(low):
+        return ""
+    if low > 0:
+        return "yes: beyond distance"
+    if high < 0:
+        return "no: below distance"
+    return "not shown: as distance"
 
 
 def dropped_markdown(table: pd.DataFrame) -> list[str]:
