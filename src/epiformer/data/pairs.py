@@ -1,6 +1,6 @@
-"""Candidate enhancer-promoter pair tables: TargetFinder CSV and BEDPE.
+"""Candidate enhancer-promoter pair tables: TargetFinder CSV, BEDPE, and ENCODE-rE2G's CRISPR benchmark.
 
-Both are read into one frame with the columns of `PAIR_COLUMNS` plus any extra columns the
+All are read into one frame with the columns of `PAIR_COLUMNS` plus any extra columns the
 file had. Coordinates are 0-based, half-open (BED). `pair_id` is the 0-based index of the
 pair among the file's data rows and follows the pair through every output.
 
@@ -8,6 +8,15 @@ pair among the file's data rows and follows the pair through every output.
   promoter_chrom, promoter_start, promoter_end and (for training) label.
 - BEDPE: tab-separated, no header or a `#` header line: chrom1 start1 end1 chrom2 start2
   end2 name score strand1 strand2 label; interval 1 is the enhancer, interval 2 the promoter.
+- ENCODE-rE2G's CRISPR benchmark (EPCrisprBenchmark, data/crispri-k562/README.md):
+  tab-separated with a header holding chrom, chromStart, chromEnd (the perturbed element:
+  the enhancer), chrTSS, startTSS, endTSS (the target gene's TSS: the promoter, so its
+  window is centred on the TSS) and, for training, Regulated (TRUE/FALSE: the label). Every
+  other column (measuredGeneSymbol, distanceToTSS, CellType, ...) is kept as an extra.
+  Rows with an empty interval, where nothing can be centred, are set aside on reading, by
+  reason, and counted by the windows stage as dropped (`frame.attrs["dropped_on_read"]`:
+  reason -> pair ids): `tss_missing` (startTSS == endTSS; the benchmark writes 0, 0 for a
+  gene whose TSS it lacks) and `element_empty` (chromStart == chromEnd).
 
 The format is detected from the content; `.gz` files are read transparently.
 
@@ -30,6 +39,10 @@ ELEMENT_COLUMNS = [f"{element}_{field}" for element in ELEMENTS for field in WIN
 PAIR_COLUMNS = ["pair_id", *ELEMENT_COLUMNS, "label"]
 BEDPE_COLUMNS = ["chrom1", "start1", "end1", "chrom2", "start2", "end2", "name", "score", "strand1", "strand2", "label"]
 BEDPE_TO_PAIR = dict(zip(BEDPE_COLUMNS[:6], ELEMENT_COLUMNS))
+CRISPR_BENCHMARK_COLUMNS = ["chrom", "chromStart", "chromEnd", "chrTSS", "startTSS", "endTSS"]
+CRISPR_BENCHMARK_TO_PAIR = dict(zip(CRISPR_BENCHMARK_COLUMNS, ELEMENT_COLUMNS))
+CRISPR_BENCHMARK_LABEL = "Regulated"
+EMPTY_INTERVAL_REASONS = {"promoter": "tss_missing", "enhancer": "element_empty"}
 
 
 class PairsError(ValueError):
@@ -41,7 +54,11 @@ def _open_text(path: Path):
 
 
 def detect_format(path: Path) -> str:
-    """`targetfinder` or `bedpe`, from the file's first non-empty line (a TargetFinder header, or BEDPE columns)."""
+    """`targetfinder`, `bedpe` or `crispr_benchmark`, from the file's first non-empty line.
+
+    A tab-separated header naming any of chrTSS, startTSS, endTSS (names no other format uses)
+    is the CRISPR benchmark; its other columns are checked on reading.
+    """
     with _open_text(path) as handle:
         for line in handle:
             if line.strip():
@@ -49,15 +66,19 @@ def detect_format(path: Path) -> str:
                 break
         else:
             raise PairsError(
-                f"{path}: the file is empty. Give a TargetFinder CSV or BEDPE file with at least one pair."
+                f"{path}: the file is empty. Give a TargetFinder CSV, BEDPE or CRISPR benchmark file with at least "
+                "one pair."
             )
+    if set(first.split("\t")) & set(CRISPR_BENCHMARK_COLUMNS[3:]):
+        return "crispr_benchmark"
     if "\t" not in first and len(first.split(",")) >= 6:
         return "targetfinder"  # any CSV is read as TargetFinder; missing columns are named there
     if len(first.split("\t")) >= 6:
         return "bedpe"
     raise PairsError(
         f"{path}, line 1: cannot tell the format from {first[:80]!r}. Expected a TargetFinder CSV header "
-        "(enhancer_chrom,enhancer_start,...) or tab-separated BEDPE (chrom1 start1 end1 chrom2 start2 end2 ...)."
+        "(enhancer_chrom,enhancer_start,...), tab-separated BEDPE (chrom1 start1 end1 chrom2 start2 end2 ...) or "
+        "ENCODE-rE2G's CRISPR benchmark (a header with chrom chromStart chromEnd chrTSS startTSS endTSS Regulated)."
     )
 
 
@@ -65,21 +86,26 @@ def read_pairs(path: str | Path, require_label: bool = True) -> pd.DataFrame:
     """Read and check a pairs file; returns PAIR_COLUMNS first, extra columns after.
 
     `header_lines` (the number of lines before the first data row) is stored in
-    `frame.attrs` so that later checks can name 1-based file lines.
+    `frame.attrs` so that later checks can name 1-based file lines; for the CRISPR benchmark,
+    so is `dropped_on_read` (reason -> pair ids of the rows set aside; module docstring).
     """
     path = Path(path)
     if not path.exists():
         raise PairsError(f"Pairs file not found: {path}. Check the `pairs` column of the sample sheet.")
     fmt = detect_format(path)
-    frame, header_lines = _read_targetfinder(path) if fmt == "targetfinder" else _read_bedpe(path)
+    readers = {"targetfinder": _read_targetfinder, "bedpe": _read_bedpe, "crispr_benchmark": _read_crispr_benchmark}
+    frame, header_lines = readers[fmt](path)
     if frame.empty:
         raise PairsError(f"{path}: the table has a header but no pairs. Add at least one data row.")
     frame.attrs.update(path=str(path), format=fmt, header_lines=header_lines)
+    if fmt == "crispr_benchmark":
+        frame = _label_from_regulated(frame, require_label)
     if "label" not in frame.columns:
         if require_label:
             raise PairsError(f"{path}: no `label` column. Add a 0/1 label for each pair (1 = interacts).")
         frame["label"] = -1
     frame.insert(0, "pair_id", range(len(frame)))
+    frame = _set_aside_empty_intervals(frame) if fmt == "crispr_benchmark" else frame
     _check_values(frame, require_label)
     extras = [c for c in frame.columns if c not in PAIR_COLUMNS]
     return frame[PAIR_COLUMNS + extras]
@@ -108,6 +134,60 @@ def _read_bedpe(path: Path) -> tuple[pd.DataFrame, int]:
     names = BEDPE_COLUMNS[: frame.shape[1]] + [f"extra{i}" for i in range(frame.shape[1] - len(BEDPE_COLUMNS))]
     frame.columns = names
     return frame.rename(columns=BEDPE_TO_PAIR), header_lines
+
+
+def _read_crispr_benchmark(path: Path) -> tuple[pd.DataFrame, int]:
+    frame = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, compression="infer")
+    missing = [c for c in CRISPR_BENCHMARK_COLUMNS if c not in frame.columns]
+    if missing:
+        raise PairsError(
+            f"{path}, line 1: missing column(s) {', '.join(missing)}. ENCODE-rE2G's CRISPR benchmark format needs "
+            f"{', '.join(CRISPR_BENCHMARK_COLUMNS)} (and {CRISPR_BENCHMARK_LABEL}, the label, to train); add them "
+            "to the header."
+        )
+    if "label" in frame.columns:
+        raise PairsError(
+            f"{path}, line 1: a `label` column beside the benchmark's columns; its label is {CRISPR_BENCHMARK_LABEL}. "
+            "Rename or remove `label`."
+        )
+    return frame.rename(columns=CRISPR_BENCHMARK_TO_PAIR), 1
+
+
+def _label_from_regulated(frame: pd.DataFrame, require_label: bool) -> pd.DataFrame:
+    """`label` from the benchmark's Regulated (TRUE -> 1, FALSE -> 0, any case); Regulated is not kept beside it."""
+    path = frame.attrs["path"]
+    if CRISPR_BENCHMARK_LABEL not in frame.columns:
+        if require_label:
+            raise PairsError(
+                f"{path}, line 1: no `{CRISPR_BENCHMARK_LABEL}` column, the label of ENCODE-rE2G's CRISPR benchmark. "
+                "Add it (TRUE when the element regulates the gene, else FALSE)."
+            )
+        return frame
+    regulated = frame[CRISPR_BENCHMARK_LABEL].str.strip().str.upper()
+    if require_label:
+        expected = "TRUE or FALSE (TRUE: the element regulates the gene)"
+        fail_at_first_bad_value(frame, ~regulated.isin(["TRUE", "FALSE"]), CRISPR_BENCHMARK_LABEL, expected)
+    labels = regulated.map({"TRUE": "1", "FALSE": "0"}).fillna("")  # other values: unknown, when labels are optional
+    return frame.drop(columns=CRISPR_BENCHMARK_LABEL).assign(label=labels)
+
+
+def _set_aside_empty_intervals(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` less the rows whose TSS or element interval is empty; their pair ids, by reason, in its attrs."""
+    keep = np.ones(len(frame), dtype=bool)
+    dropped = {}
+    for element, reason in EMPTY_INTERVAL_REASONS.items():
+        starts, ends = (pd.to_numeric(frame[f"{element}_{end}"], errors="coerce") for end in ("start", "end"))
+        empty = keep & (starts == ends).to_numpy()  # non-numbers compare unequal and fail in _check_values
+        dropped[reason] = frame["pair_id"].to_numpy()[empty].tolist()
+        keep &= ~empty
+    if not keep.any():
+        raise PairsError(
+            f"{frame.attrs['path']}: every row has an empty TSS or element interval (start == end); there is nothing "
+            "to centre a window on. Give each pair's element and TSS coordinates."
+        )
+    kept = frame[keep].reset_index(drop=True)
+    kept.attrs.update(frame.attrs, dropped_on_read=dropped)
+    return kept
 
 
 def file_line(frame: pd.DataFrame, row: int) -> str:

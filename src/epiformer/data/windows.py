@@ -1,7 +1,10 @@
 """Fixed-width windows around each element, and the train/validation/test split.
 
 Window rule (0-based, half-open): for an element [s, e) and width W,
-`center = (s + e) // 2`, `start = center - W // 2`, `end = start + W`. A window that crosses
+`center = (s + e) // 2`, `start = center - W // 2`, `end = start + W`, so the window's own
+centre, `(start + end) // 2`, is `center`: a 1-bp TSS [t, t + 1) gets a window whose centre
+is t, the TSS's base at offset W // 2 of it (ENCODE-rE2G's CRISPR benchmark: the promoter
+window is centred on the TSS, the enhancer window on the element). A window that crosses
 a chromosome end is shifted inside it (`edge="shift"`) or its pair dropped
 (`edge="drop"`); a chromosome shorter than W always drops the pair. Every dropped pair is
 counted by reason (and `WindowStats.dropped_ids` lists their pair ids); nothing is lost
@@ -117,14 +120,19 @@ def make_windows(
 ) -> tuple[pd.DataFrame, WindowStats]:
     """Windows for every pair that fits; the stats count the pairs dropped, by reason.
 
-    With `genome`, pairs whose enhancer or promoter window is more than
+    Rows read_pairs set aside (`pairs.attrs["dropped_on_read"]`) count as pairs in, dropped
+    by their reason. With `genome`, pairs whose enhancer or promoter window is more than
     `spec.max_n_fraction` N are dropped as well. Exact duplicate rows are dropped for
     training; scoring keeps them (`drop_duplicates=False`) so every input row gets a score.
     Pairs across chromosomes, unless `spec.allow_trans`, fail at the first one
     (`trans_pairs="fail"`) or are dropped as `trans_pair` (`"drop"`, for scoring).
     """
     check_pairs_fit_genome(pairs, sizes, f"genome {genome.path}" if genome is not None else "the genome")
-    stats = WindowStats(pairs_in=len(pairs))
+    set_aside = pairs.attrs.get("dropped_on_read", {})  # rows read_pairs could not centre a window on
+    stats = WindowStats(pairs_in=len(pairs) + sum(len(ids) for ids in set_aside.values()))
+    for reason, ids in set_aside.items():
+        stats.dropped[reason] = len(ids)
+        stats.dropped_ids[reason] = np.asarray(ids, dtype=np.int64)
     if drop_duplicates:
         duplicated = pairs.duplicated(subset=[c for c in pairs.columns if c != "pair_id"])
     else:
