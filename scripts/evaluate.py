@@ -7,7 +7,7 @@ from epiformer.io.runlog import setup_logging
 
 log = setup_logging(snakemake.log[0])
 metrics = evaluate_model(
-    Path(snakemake.input.weights).parent,
+    Path(snakemake.input.description).parent,
     snakemake.input.shards,
     snakemake.output.predictions,
     snakemake.output.metrics,

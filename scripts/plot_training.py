@@ -9,5 +9,9 @@ from epiformer.io.runlog import setup_logging
 setup_logging(snakemake.log[0])
 split_mode = json.loads(Path(snakemake.input.description).read_text())["split"]["mode"]
 plot_training(
-    snakemake.params.trained_on, snakemake.wildcards.model, snakemake.input.log_table, snakemake.output.png, split_mode
+    snakemake.params.trained_on,
+    snakemake.wildcards.model,
+    list(snakemake.input.log_tables),
+    snakemake.output.png,
+    split_mode,
 )

@@ -10,7 +10,7 @@ from epiformer.io.runlog import setup_logging
 log = setup_logging(snakemake.log[0])
 torch.set_num_threads(snakemake.threads)  # the rule's threads, not every core of the node
 segments = explain_span_model(
-    Path(snakemake.input.weights).parent,
+    Path(snakemake.input.description).parent,
     snakemake.input.windows,
     snakemake.input.predictions,
     snakemake.input.genome,

@@ -7,7 +7,7 @@ from epiformer.io.runlog import setup_logging
 
 log = setup_logging(snakemake.log[0])
 cells = snakemake.params.cells
-model_dirs = {cell: Path(weights).parent for cell, weights in zip(cells, snakemake.input.weights)}
+model_dirs = {cell: Path(description).parent for cell, description in zip(cells, snakemake.input.descriptions)}
 shard_dirs = dict(zip(cells, snakemake.input.shards))
 table = write_transfer(
     model_dirs,

@@ -7,7 +7,7 @@ from epiformer.scoring.variants import score_variants
 
 log = setup_logging(snakemake.log[0])
 summary = score_variants(
-    Path(snakemake.input.weights).parent,
+    Path(snakemake.input.description).parent,
     snakemake.input.genome,
     snakemake.input.pairs,
     snakemake.input.vcf,

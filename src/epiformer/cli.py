@@ -141,7 +141,7 @@ def add_predict(commands) -> None:
     parser = commands.add_parser(
         "predict",
         help="score enhancer-promoter pairs with a trained model",
-        description="Score TargetFinder CSV or BEDPE pairs (labels optional) on any genome with a trained\n"
+        description="Score TargetFinder CSV, BEDPE or CRISPR benchmark pairs (labels optional) on any genome with a trained\n"
         "model, using the same windows and encoding as the workflow's evaluation.",
         epilog=PREDICT_EXAMPLE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -241,7 +241,7 @@ def add_tracks(commands) -> None:
         "--pairs",
         required=True,
         metavar="FILE",
-        help="the pairs file that was scored: TargetFinder CSV or BEDPE; .gz read transparently",
+        help="the pairs file that was scored: TargetFinder CSV, BEDPE or CRISPR benchmark; .gz read transparently",
     )
     required.add_argument(
         "--scores",

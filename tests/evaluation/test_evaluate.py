@@ -1,6 +1,7 @@
 """A trained model's test predictions and their metrics, as the evaluate rule writes them."""
 
 import json
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -10,7 +11,7 @@ from sklearn.metrics import average_precision_score, precision_recall_curve, roc
 
 from epiformer.data.shards import load_split
 from epiformer.evaluation.evaluate import evaluate_model
-from epiformer.inference.trained_model import load_trained_model, predict_split
+from epiformer.inference.trained_model import ModelError, load_trained_model, predict_split
 
 
 def test_evaluation_writes_every_test_pair_and_metrics_with_the_validation_threshold(trained_cells, tmp_path):
@@ -38,3 +39,47 @@ def test_evaluation_writes_every_test_pair_and_metrics_with_the_validation_thres
     assert (written["n_test"], written["positives"]) == (len(test), test["label"].sum())
     assert written["split"] == {"mode": "chromosome", "leak_prone": False}
     assert (written["windows"]["enhancer_width"], written["windows"]["promoter_width"]) == (64, 48)
+
+
+def ensemble_of(trained_cells, folder):
+    """An ensemble folder whose replicates are demo_a's and demo_b's linear models (one architecture)."""
+    for index, cell in enumerate(("demo_a", "demo_b"), start=1):
+        shutil.copytree(trained_cells[cell] / "linear", folder / "replicates" / str(index))
+    description = json.loads((trained_cells["demo_a"] / "linear" / "model.json").read_text())
+    (folder / "model.json").write_text(json.dumps({**description, "replicates": ["replicates/1", "replicates/2"]}))
+    return folder
+
+
+def test_an_ensemble_is_evaluated_as_the_mean_probability_of_its_replicates(trained_cells, tmp_path):
+    folder = ensemble_of(trained_cells, tmp_path / "ensemble")
+    shards = trained_cells["demo_b"] / "shards"
+    out = tmp_path / "out"
+    written = evaluate_model(folder, shards, out / "predictions.tsv", out / "metrics.json", 50, seed=3)
+    ensemble = pd.read_csv(out / "predictions.tsv", sep="\t")
+    members = [pd.read_csv(out / "replicates" / name / "predictions.tsv", sep="\t") for name in ("1", "2")]
+    for member, cell in zip(members, ("demo_a", "demo_b")):
+        scores, _, ids = predict_split(
+            load_trained_model(trained_cells[cell] / "linear")[0], load_split(shards, "test")
+        )
+        np.testing.assert_array_equal(member["score"].to_numpy(np.float32), scores[np.argsort(ids)])
+    np.testing.assert_allclose(ensemble["score"], (members[0]["score"] + members[1]["score"]) / 2, atol=1e-12)
+    # The ensemble as one model (predict, variants, explain, transfer load it so) scores the same to 1e-6.
+    model, _ = load_trained_model(folder)
+    scores, _, ids = predict_split(model, load_split(shards, "test"))
+    np.testing.assert_allclose(scores[np.argsort(ids)], ensemble["score"], atol=1e-6, rtol=0)
+    assert [entry["replicate"] for entry in written["replicates"]] == ["replicates/1", "replicates/2"]
+    for entry, member in zip(written["replicates"], members):
+        assert entry["auroc"] == pytest.approx(roc_auc_score(member["label"], member["score"]), abs=1e-9)
+    assert written["auroc"] == pytest.approx(roc_auc_score(ensemble["label"], ensemble["score"]), abs=1e-9)
+
+
+def test_an_ensemble_with_a_replicate_of_another_model_is_refused(trained_cells, tmp_path):
+    folder = ensemble_of(trained_cells, tmp_path / "ensemble")
+    other = json.loads((folder / "replicates" / "2" / "model.json").read_text())
+    other["model"]["n_layers"] += 1
+    (folder / "replicates" / "2" / "model.json").write_text(json.dumps(other))
+    with pytest.raises(ModelError, match=r"replicates/2/model.json describes another model than the ensemble"):
+        load_trained_model(folder)
+    shutil.rmtree(folder / "replicates" / "2")
+    with pytest.raises(ModelError, match=r"Model folder not found: .*replicates/2"):
+        load_trained_model(folder)

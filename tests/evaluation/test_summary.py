@@ -15,6 +15,7 @@ from epiformer.evaluation.distance import MATCHED_COLUMNS
 from epiformer.evaluation.metrics import compute_metrics
 from epiformer.evaluation.summary import (
     PAIRED_COLUMNS,
+    REPLICATE_COLUMNS,
     ModelResult,
     oracle_auroc,
     paired_comparison,
@@ -57,6 +58,7 @@ EXISTING_COLUMNS = [
     "pairs_in",
     "dropped_pairs",
     "dropped_for_span",
+    *REPLICATE_COLUMNS,
 ]
 
 

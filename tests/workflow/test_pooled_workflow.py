@@ -83,7 +83,8 @@ def test_epiformer_summary_of_some_models_equals_the_workflows_rows_for_them(poo
     for cell in CELLS:
         for name in ("linear_pooled_distance", "distance"):
             shutil.copytree(pooled_run / "results" / cell / name, results / cell / name)
-        shutil.copy(pooled_run / "results" / cell / "windows_stats.json", results / cell)  # the drop counts
+        for name in ("windows_stats.json", "windows.tsv"):  # the drop counts; the distances of the test pairs
+            shutil.copy(pooled_run / "results" / cell / name, results / cell)
     shutil.copytree(
         pooled_run / "results" / "pooled" / "linear_pooled_distance", results / "pooled" / "linear_pooled_distance"
     )

@@ -27,6 +27,7 @@ try:
     from epiformer.data.windows import WindowSpec
     from epiformer.io.configfile import check_numbers
     from epiformer.model.configs import ModelConfig, TrainConfig, with_span_positions
+    from epiformer.training.replicates import replicate_names
 except ModuleNotFoundError:
     raise ModuleNotFoundError(
         "The workflow checks its settings with the epiformer package, which this Snakemake cannot import: "
@@ -97,13 +98,38 @@ def windows_params():
 
 
 SPAN_ONLY_TRAIN_KEYS = ("max_tokens_per_batch",)
+# Replicates (train.replicates > 1): each (cell line, model) is trained once per replicate, in
+# {model folder}/replicates/{1..N}/, and its folder holds the ensemble's model.json (rule ensemble).
+REPLICATES = replicate_names(config["train"].get("replicates", 1))  # folder names; [] for one model
+REPLICATE = "replicates/{replicate}/" if REPLICATES else ""  # in the train rule's paths, after the model folder's
 
 
-def train_params(model):
-    """The train: block a model's training reads: span-only keys left out for element models (no re-runs)."""
-    if model in SPAN_MODELS:
-        return config["train"]
-    return {key: value for key, value in config["train"].items() if key not in SPAN_ONLY_TRAIN_KEYS}
+def checkpoint_dir(folder, wildcards):
+    """Where a training job keeps its checkpoint (outside the outputs, which a failed job loses): one per replicate."""
+    replicate = [REPLICATE.format(**wildcards).rstrip("/")] if REPLICATES else []
+    return os.path.join(".epiformer-checkpoints", folder, *replicate)
+
+
+def train_params(model, replicate=None):
+    """The train: block one training job reads: span-only keys left out for element models, `replicates` left
+    out (the count changes the folders, not a replicate's training) and the replicate's seed (so changing
+    either re-runs nothing it does not change)."""
+    skip = ("replicates",) + (() if model in SPAN_MODELS else SPAN_ONLY_TRAIN_KEYS)
+    params = {key: value for key, value in config["train"].items() if key not in skip}
+    if replicate is not None:
+        params["seed"] = TRAIN_CONFIG.replicate_seed(int(replicate))
+    return params
+
+
+def model_weights(cell, model):
+    """The weight files a model folder loads: its model.safetensors, or each replicate's."""
+    folder = model_dir(cell, model)
+    return [f"{folder}/{name}/model.safetensors" for name in REPLICATES] or [f"{folder}/model.safetensors"]
+
+
+def train_logs(folder):
+    """The training logs of a model folder: its own, or each replicate's."""
+    return [f"{folder}/{name}/train_log.tsv" for name in REPLICATES] or [f"{folder}/train_log.tsv"]
 
 
 def scoring_tokens(model):

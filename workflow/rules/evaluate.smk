@@ -1,11 +1,12 @@
 rule evaluate:
     input:
-        weights=lambda wildcards: f"{model_dir(wildcards.cell, wildcards.model)}/model.safetensors",
+        weights=lambda wildcards: model_weights(wildcards.cell, wildcards.model),
         description=lambda wildcards: f"{model_dir(wildcards.cell, wildcards.model)}/model.json",
         shards=lambda wildcards: get_shards(wildcards.cell, wildcards.model),
     output:
         predictions="results/{cell}/{model}/predictions.tsv",
         metrics="results/{cell}/{model}/metrics.json",
+        replicates=[f"results/{{cell}}/{{model}}/{name}/predictions.tsv" for name in REPLICATES],
     log:
         "logs/{cell}/{model}/evaluate.log",
     benchmark:

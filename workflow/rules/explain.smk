@@ -5,7 +5,7 @@
 
 rule attributions:
     input:
-        weights="results/{cell}/{model}/model.safetensors",
+        weights=lambda wildcards: model_weights(wildcards.cell, wildcards.model),
         description="results/{cell}/{model}/model.json",
         predictions="results/{cell}/{model}/predictions.tsv",
         windows="results/{cell}/windows.tsv",
@@ -41,7 +41,7 @@ rule attributions:
 # per-segment shares and, with the long demo's truth table, how much its insulator stands out.
 rule span_attributions:
     input:
-        weights="results/{cell}/{model}/model.safetensors",
+        weights=lambda wildcards: model_weights(wildcards.cell, wildcards.model),
         description="results/{cell}/{model}/model.json",
         predictions="results/{cell}/{model}/predictions.tsv",
         windows="results/{cell}/windows.tsv",

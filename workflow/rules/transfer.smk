@@ -1,6 +1,6 @@
 rule transfer:
     input:
-        weights=expand("results/{cell}/{{model}}/model.safetensors", cell=CELL_LINES),
+        weights=lambda wildcards: [path for cell in CELL_LINES for path in model_weights(cell, wildcards.model)],
         descriptions=expand("results/{cell}/{{model}}/model.json", cell=CELL_LINES),
         shards=lambda wildcards: [get_shards(cell, wildcards.model) for cell in CELL_LINES],
     output:

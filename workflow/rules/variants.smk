@@ -1,6 +1,6 @@
 rule variants:
     input:
-        weights="results/{cell}/{model}/model.safetensors",
+        weights=lambda wildcards: model_weights(wildcards.cell, wildcards.model),
         description="results/{cell}/{model}/model.json",
         genome=get_genome,
         fai=get_genome_index,

@@ -1,6 +1,11 @@
 """Scoring a trained model's validation and test splits into `predictions.tsv` and `metrics.json`.
 
 The file formats and every metric are `epiformer.evaluation.metrics`'; the baselines write the same.
+An ensemble (`train.replicates` > 1) is scored replicate by replicate: each replicate's test
+predictions go to `replicates/{r}/predictions.tsv` beside the ensemble's predictions.tsv (for a
+pooled model, in the cell line's folder), the ensemble's scores are the mean of
+the replicates' probabilities (validation and test), and metrics.json gains `replicates`
+(each one's seed, AUROC and AUPRC on the test split) and their mean and standard deviation.
 """
 
 from __future__ import annotations
@@ -8,13 +13,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+from sklearn.metrics import average_precision_score, roc_auc_score
 
 from epiformer.constants import SCORED_SPLITS
 from epiformer.data.shards import data_fields, load_split
 from epiformer.evaluation.metrics import compute_metrics, write_predictions
 from epiformer.inference.devices import select_device
-from epiformer.inference.trained_model import load_trained_model, predict_split
+from epiformer.inference.trained_model import load_trained_model, predict_split, read_model_description
 from epiformer.io.files import atomic_write_text
 from epiformer.model.configs import SCORING_BATCH_SIZE, SCORING_TOKENS
 
@@ -29,20 +36,67 @@ def evaluate_model(
     max_tokens: int = SCORING_TOKENS,
     device: str = "cpu",
 ) -> dict:
-    """Score validation and test splits with a trained model; write predictions.tsv and metrics.json.
+    """Score validation and test splits with a trained model or ensemble; write predictions.tsv and metrics.json.
 
     Span models score batches of at most `max_tokens` model tokens (the workflow passes four
     times `train.max_tokens_per_batch`: scoring keeps no activations for a backward pass).
     `device`: cpu, cuda or auto (`inference.devices.select_device`; the workflow scores span
     models where they trained, element models on the CPU).
     """
-    device = select_device(device)
-    model, _ = load_trained_model(model_dir, device)
-    frames = {}
-    for split in SCORED_SPLITS:
-        scores, labels, ids = predict_split(model, load_split(shard_dir, split), SCORING_BATCH_SIZE, device, max_tokens)
-        frames[split] = pd.DataFrame({"pair_id": ids, "label": labels, "score": scores})
+    model_dir, device = Path(model_dir), select_device(device)
+    splits = {split: load_split(shard_dir, split) for split in SCORED_SPLITS}
+    names = read_model_description(model_dir).get("replicates", [])
+    scored = [score_splits(folder, splits, device, max_tokens) for folder in [model_dir / name for name in names]]
+    if scored:
+        frames = {split: mean_probability([replicate[split] for replicate in scored]) for split in SCORED_SPLITS}
+    else:
+        frames = score_splits(model_dir, splits, device, max_tokens)
     metrics = {**compute_metrics(frames["test"], frames["val"], resamples, seed), **data_fields(shard_dir)}
+    if scored:
+        tests = [replicate["test"] for replicate in scored]
+        metrics.update(replicate_metrics(model_dir, names, tests, Path(predictions_path).parent))
     write_predictions(frames["test"], predictions_path)
     atomic_write_text(Path(metrics_path), json.dumps(metrics, indent=2))
     return metrics
+
+
+def score_splits(model_dir: Path, splits: dict, device, max_tokens: int) -> dict[str, pd.DataFrame]:
+    """One model's predictions (pair_id, label, score) on each scored split."""
+    model, _ = load_trained_model(model_dir, device)
+    frames = {}
+    for split, data in splits.items():
+        scores, labels, ids = predict_split(model, data, SCORING_BATCH_SIZE, device, max_tokens)
+        frames[split] = pd.DataFrame({"pair_id": ids, "label": labels, "score": scores})
+    return frames
+
+
+def mean_probability(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """The ensemble's predictions: each pair's mean probability over the replicates (float64), same rows."""
+    for frame in frames[1:]:
+        if not np.array_equal(frame["pair_id"].to_numpy(), frames[0]["pair_id"].to_numpy()):
+            raise ValueError("replicates scored different pairs; they must be scored on the same shards")
+    scores = np.mean([frame["score"].to_numpy(np.float64) for frame in frames], axis=0)
+    return frames[0][["pair_id", "label"]].assign(score=scores)
+
+
+def replicate_metrics(model_dir: Path, names: list[str], tests: list[pd.DataFrame], out_dir: Path) -> dict:
+    """metrics.json's replicate entries; writes each replicate's test predictions to out_dir/{name}/."""
+    rows = []
+    for name, test in zip(names, tests):
+        write_predictions(test, out_dir / name / "predictions.tsv")
+        description = json.loads((model_dir / name / "model.json").read_text())
+        labels, scores = test["label"].to_numpy(int), test["score"].to_numpy(float)
+        rows.append(
+            {
+                "replicate": name,
+                "seed": description["train"]["seed"],
+                "auroc": float(roc_auc_score(labels, scores)),
+                "auprc": float(average_precision_score(labels, scores)),
+            }
+        )
+    summary = {}
+    for metric in ("auroc", "auprc"):
+        values = np.array([row[metric] for row in rows])
+        summary[f"replicate_{metric}_mean"] = float(values.mean())
+        summary[f"replicate_{metric}_sd"] = float(values.std(ddof=1))
+    return {"replicates": rows, **summary}

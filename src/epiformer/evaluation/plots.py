@@ -85,15 +85,22 @@ def plot_roc_pr(
 
 
 def plot_training(
-    cell_line: str, model: str, train_log: str | Path, out_png: str | Path, split_mode: str = "chromosome"
+    cell_line: str, model: str, train_log: str | Path | list, out_png: str | Path, split_mode: str = "chromosome"
 ) -> None:
-    """Loss (left) and validation AUROC/AUPRC (right) per epoch."""
-    log = pd.read_csv(train_log, sep="\t")
+    """Loss (left) and validation AUROC/AUPRC (right) per epoch; for replicates (a list of logs), a colour each."""
+    logs = train_log if isinstance(train_log, list) else [train_log]
     fig, (loss_ax, metric_ax) = plt.subplots(1, 2, figsize=(10, 4))
-    loss_ax.plot(log["epoch"], log["train_loss"], marker="o", label="train (class-weighted)")
-    loss_ax.plot(log["epoch"], log["val_loss"], marker="o", label="validation")
-    metric_ax.plot(log["epoch"], log["val_auroc"], marker="o", label="validation AUROC")
-    metric_ax.plot(log["epoch"], log["val_auprc"], marker="o", label="validation AUPRC")
+    for index, path in enumerate(logs):
+        log = pd.read_csv(path, sep="\t")
+        name = f"replicate {index + 1}: " if len(logs) > 1 else ""
+        # One replicate: a colour per curve. Several: a colour per replicate, the first curve of each panel dotted.
+        first, second = (
+            ({"color": f"C{index}", "linestyle": ":"}, {"color": f"C{index}"}) if len(logs) > 1 else ({}, {})
+        )
+        loss_ax.plot(log["epoch"], log["train_loss"], marker="o", label=f"{name}train (class-weighted)", **first)
+        loss_ax.plot(log["epoch"], log["val_loss"], marker="o", label=f"{name}validation", **second)
+        metric_ax.plot(log["epoch"], log["val_auroc"], marker="o", label=f"{name}validation AUROC", **first)
+        metric_ax.plot(log["epoch"], log["val_auprc"], marker="o", label=f"{name}validation AUPRC", **second)
     loss_ax.set(xlabel="epoch", ylabel="binary cross-entropy", title="loss")
     metric_ax.set(xlabel="epoch", ylabel="score", ylim=(0, 1), title=f"validation ({split_caption(split_mode)})")
     for ax in (loss_ax, metric_ax):

@@ -24,6 +24,10 @@ cell line's windows.tsv): matched_auroc, matched_auroc_lo, matched_auroc_hi (eac
 against the negatives of its own distance stratum), matched_auroc_diff_distance[_lo, _hi]
 (minus the distance baseline's, paired bootstrap; every row but the distance baseline's),
 binned_auroc_mean and binned_auprc_mean (over the distance bins that hold both classes).
+Before the paired columns, REPLICATE_COLUMNS (models only; `train.replicates`): replicates,
+replicate_auroc_mean, replicate_auroc_sd, replicate_auprc_mean, replicate_auprc_sd (sd empty
+for one replicate), replicate_aurocs and replicate_auprcs (each replicate's, `;`-joined); the
+row's auroc and auprc are then the ensemble's.
 
 `distance_bins.tsv`: one row per (cell line, model or baseline, distance bin): cell_line,
 model, bin, distance_low, distance_high, n_test, positives, auroc, auprc.
@@ -129,7 +133,35 @@ def summary_row(result: ModelResult) -> dict:
         "oracle_auroc": oracle_auroc(result.predictions, result.truth) if result.truth else None,
         "element_ceiling_auroc": element_ceiling_auroc(result.predictions, result.truth) if result.truth else None,
         **dropped_counts(result.windows_stats),
+        **replicate_columns(metrics, description),
     }
+
+
+REPLICATE_COLUMNS = [
+    "replicates",
+    "replicate_auroc_mean",
+    "replicate_auroc_sd",
+    "replicate_auprc_mean",
+    "replicate_auprc_sd",
+    "replicate_aurocs",
+    "replicate_auprcs",
+]
+
+
+def replicate_columns(metrics: dict, description: dict | None) -> dict:
+    """REPLICATE_COLUMNS of a model: its replicates' count, each one's AUROC and AUPRC (`;`-joined, by replicate)
+    and their mean and sd; one model counts as 1 replicate (sd empty); empty for a baseline."""
+    if description is None:
+        return dict.fromkeys(REPLICATE_COLUMNS)
+    replicates = metrics.get("replicates") or [{"auroc": metrics["auroc"], "auprc": metrics["auprc"]}]
+    columns = {"replicates": len(replicates)}
+    for metric in ("auroc", "auprc"):
+        values = np.array([replicate[metric] for replicate in replicates])
+        columns[f"replicate_{metric}_mean"] = float(values.mean())
+        columns[f"replicate_{metric}_sd"] = float(values.std(ddof=1)) if len(values) > 1 else None
+    for metric in ("auroc", "auprc"):
+        columns[f"replicate_{metric}s"] = ";".join(f"{replicate[metric]:.4f}" for replicate in replicates)
+    return columns
 
 
 def _cost(description: dict) -> dict:
@@ -392,8 +424,34 @@ def to_markdown(table: pd.DataFrame, paired: pd.DataFrame | None = None) -> str:
     lines += dropped_markdown(table)
     if paired is not None and len(paired):
         lines += ["", *paired_markdown(paired)]
+    lines += replicates_markdown(table)
     lines += within_distance_markdown(table)
     return "\n".join(lines) + "\n"
+
+
+def replicates_markdown(table: pd.DataFrame) -> list[str]:
+    """The summary.md section on models trained as replicates: the ensemble against the spread of its members."""
+    if "replicates" not in table or not (table["replicates"].fillna(1) > 1).any():
+        return []
+    lines = [
+        "",
+        "## Replicates: the ensemble and the spread of its members",
+        "",
+        "Each model trained with several seeds on the same split (train.replicates); the rows above score their "
+        "ensemble (mean probability). A difference between two models smaller than their replicates' sd is one "
+        "a seed could make.",
+        "",
+        "| cell line | model | replicates | ensemble AUROC | replicate AUROC mean ± sd | ensemble AUPRC | "
+        "replicate AUPRC mean ± sd | each replicate's AUROC |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in table[table["replicates"].fillna(1) > 1].itertuples():
+        lines.append(
+            f"| {row.cell_line} | {row.model} | {int(row.replicates)} | {row.auroc:.3f} | "
+            f"{row.replicate_auroc_mean:.3f} ± {row.replicate_auroc_sd:.3f} | {row.auprc:.3f} | "
+            f"{row.replicate_auprc_mean:.3f} ± {row.replicate_auprc_sd:.3f} | {row.replicate_aurocs} |"
+        )
+    return lines
 
 
 def within_distance_markdown(table: pd.DataFrame) -> list[str]:

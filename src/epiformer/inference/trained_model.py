@@ -2,9 +2,11 @@
 
 A model folder (`results/{cell}/{model}` or `results/pooled/{model}`) holds `model.json`
 (the ModelConfig under `model`, the window settings under `windows`, training details) and
-`model.safetensors` (the weights). Evaluation, prediction, variants, attributions and
-transfer load it here; none of them needs the training loop, its data-parallel processes,
-signals or checkpoints.
+`model.safetensors` (the weights). An ensemble's folder (`train.replicates` > 1) holds
+`model.json` only, naming its replicates' folders under `replicates` (relative to it), each a
+model folder; it loads as one `model.ensemble.EnsembleModel`. Evaluation, prediction,
+variants, attributions and transfer load it here; none of them needs the training loop, its
+data-parallel processes, signals or checkpoints.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from epiformer.constants import ELEMENTS
 from epiformer.data.batches import batch_loader, model_batches
 from epiformer.inference.devices import mixed_precision
 from epiformer.model.configs import SCORING_BATCH_SIZE, SCORING_TOKENS
+from epiformer.model.ensemble import EnsembleModel
 from epiformer.model.transformer import EPITransformer, ModelConfig, score_batch
 
 MODEL_FILES = ("model.json", "model.safetensors")
@@ -40,6 +43,8 @@ def read_model_description(model_dir: str | Path) -> dict:
     if model_dir.is_file():
         raise ModelError(f"{model_dir} is a file, not a model folder. {hint} (Perhaps {model_dir.parent}?)")
     missing = [name for name in MODEL_FILES if not (model_dir / name).is_file()]
+    if missing == ["model.safetensors"] and "replicates" in _json_or_empty(model_dir / "model.json"):
+        missing = []  # an ensemble: its replicates hold the weights
     if missing:
         inside = sorted(path.parent.name for path in model_dir.glob(f"*/{MODEL_FILES[0]}"))
         fix = hint
@@ -59,17 +64,27 @@ def read_model_description(model_dir: str | Path) -> dict:
     return description
 
 
+def _json_or_empty(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def replicate_dirs(model_dir: str | Path, description: dict) -> list[Path]:
+    """The replicate folders an ensemble's model.json names (empty for a single model)."""
+    return [Path(model_dir) / name for name in description.get("replicates", [])]
+
+
 def load_trained_model(
     model_dir: str | Path, device: torch.device | str = "cpu", elements_only_for: str | None = None
-) -> tuple[EPITransformer, dict]:
+) -> tuple[EPITransformer | EnsembleModel, dict]:
     """The model of a folder, in eval mode on `device`, and its `model.json`; ModelError says what to give instead.
 
-    `elements_only_for` names a command that scores element windows only (`epiformer
-    predict`, ...): a span model is then refused before its weights are read.
+    An ensemble's folder gives an EnsembleModel of its replicates (module docstring).
+    `elements_only_for` names a command that scores element windows only (the explain
+    target's attributions): a span model is then refused before its weights are read.
     """
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
     model_dir = Path(model_dir)
     description = read_model_description(model_dir)
     if elements_only_for and description["model"].get("input") == "span":
@@ -77,6 +92,24 @@ def load_trained_model(
             f"{model_dir} is a span model (input: span); `{elements_only_for}` scores element-window models only "
             "for now. Give a model trained with input: elements, or score spans through the workflow's evaluate rule."
         )
+    replicates = replicate_dirs(model_dir, description)
+    if not replicates:
+        return _load_weights(model_dir, description).to(device).eval(), description
+    models = []
+    for folder in replicates:
+        if read_model_description(folder)["model"] != description["model"]:
+            raise ModelError(
+                f"{folder / 'model.json'} describes another model than the ensemble's {model_dir / 'model.json'}: "
+                "the replicates of an ensemble are one model trained with different seeds. Re-run its training."
+            )
+        models.append(load_trained_model(folder, device)[0])
+    return EnsembleModel(models).to(device).eval(), description
+
+
+def _load_weights(model_dir: Path, description: dict) -> EPITransformer:
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
     try:
         model = EPITransformer(ModelConfig(**description["model"]))
         model.load_state_dict(load_file(str(model_dir / "model.safetensors")))
@@ -86,7 +119,7 @@ def load_trained_model(
             f"describes ({type(error).__name__}: {str(error)[:300]}). The two files belong together: copy both "
             "from the same training run, or re-train."
         ) from error
-    return model.to(device).eval(), description
+    return model
 
 
 @torch.no_grad()

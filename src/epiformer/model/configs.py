@@ -117,6 +117,11 @@ class TrainConfig:
     max_tokens_per_batch: int = 16384  # span models: model tokens in each process's batch, padding included
     max_minutes: float = 0.0  # training time budget; when spent, mid-epoch if need be, the best epoch so far is kept
     checkpoint_minutes: float = 10.0  # also checkpoint within an epoch this often (0: at epoch ends only)
+    replicates: int = 1  # models trained per (cell line, model), seeds seed, seed + 1, ...; scored as their ensemble
+
+    def replicate_seed(self, replicate: int) -> int:
+        """The seed of replicate 1, 2, ...: replicate 1 is the model a run without replicates trains."""
+        return self.seed + replicate - 1
 
     @property
     def scoring_tokens(self) -> int:
@@ -124,6 +129,8 @@ class TrainConfig:
         return 4 * self.max_tokens_per_batch
 
     def __post_init__(self):
+        if self.replicates < 1:
+            raise ValueError(f"train.replicates must be 1 (one model) or more, not {self.replicates}")
         if self.max_minutes < 0:
             raise ValueError(f"train.max_minutes must be 0 (no budget) or more, not {self.max_minutes}")
         if self.max_tokens_per_batch < 1:

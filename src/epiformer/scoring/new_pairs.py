@@ -111,10 +111,10 @@ def load_scoring_model(
 
 
 def read_pairs_to_score(pairs_path: str | Path) -> pd.DataFrame:
-    """The pairs of a TargetFinder CSV or BEDPE file, labels optional; PairsError when it is missing or malformed."""
+    """The pairs of a TargetFinder CSV, BEDPE or CRISPR benchmark file, labels optional; PairsError when it is missing or malformed."""
     if not Path(pairs_path).is_file():
         raise PairsError(
-            f"Pairs file not found: {pairs_path}. Give a TargetFinder CSV or BEDPE file of the pairs to "
+            f"Pairs file not found: {pairs_path}. Give a TargetFinder CSV, BEDPE or CRISPR benchmark file of the pairs to "
             "score (--pairs)."
         )
     pairs = read_pairs(pairs_path, require_label=False)

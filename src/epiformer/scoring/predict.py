@@ -2,7 +2,7 @@
 
 Inputs: a model folder (`results/{cell}/{model}`: `model.json` + `model.safetensors`), a
 genome FASTA (any build; an index `.fai` is made beside it if missing) and a pairs file,
-TargetFinder CSV or BEDPE (`epiformer.data.pairs`), with or without labels.
+TargetFinder CSV, BEDPE or CRISPR benchmark (`epiformer.data.pairs`), with or without labels.
 
 Element-window models and span models alike (a span model reads everything from the first
 element window to the second: `data.spans`). The workflow's own code does every step, so a
@@ -77,7 +77,8 @@ def predict_pairs(
     atomic_write_text(out_path, scores.sort_values("pair_id").to_csv(sep="\t", index=False, float_format=SCORE_FORMAT))
     atomic_write_text(unscored_path, unscored.to_csv(sep="\t", index=False))
     counts = {str(reason): int(n) for reason, n in unscored["reason"].value_counts(sort=False).items()}
-    log.info("Scored %d of %d pairs -> %s", len(scores), len(pairs), out_path)
+    pairs_in = len(scores) + len(unscored)  # every data row: rows read_pairs set aside are among the unscored
+    log.info("Scored %d of %d pairs -> %s", len(scores), pairs_in, out_path)
     if counts:
         log.warning(
             "%d pair(s) could not be scored (%s); listed with their file lines in %s",
@@ -86,7 +87,7 @@ def predict_pairs(
             unscored_path,
         )
     return {
-        "pairs_in": len(pairs),
+        "pairs_in": pairs_in,
         "scored": len(scores),
         "unscored": counts,
         "out": str(out_path),
