@@ -141,8 +141,8 @@ def add_predict(commands) -> None:
     parser = commands.add_parser(
         "predict",
         help="score enhancer-promoter pairs with a trained model",
-        description="Score TargetFinder CSV, BEDPE or CRISPR benchmark pairs (labels optional) on any genome with a trained\n"
-        "model, using the same windows and encoding as the workflow's evaluation.",
+        description="Score TargetFinder CSV, BEDPE or CRISPR benchmark pairs (labels optional) on any genome with\n"
+        "a trained model, using the same windows and encoding as the workflow's evaluation.",
         epilog=PREDICT_EXAMPLE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

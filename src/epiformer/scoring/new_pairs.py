@@ -111,11 +111,11 @@ def load_scoring_model(
 
 
 def read_pairs_to_score(pairs_path: str | Path) -> pd.DataFrame:
-    """The pairs of a TargetFinder CSV, BEDPE or CRISPR benchmark file, labels optional; PairsError when it is missing or malformed."""
+    """The pairs of a TargetFinder CSV, BEDPE or CRISPR benchmark file, labels optional; PairsError if malformed."""
     if not Path(pairs_path).is_file():
         raise PairsError(
-            f"Pairs file not found: {pairs_path}. Give a TargetFinder CSV, BEDPE or CRISPR benchmark file of the pairs to "
-            "score (--pairs)."
+            f"Pairs file not found: {pairs_path}. Give a TargetFinder CSV, BEDPE or CRISPR benchmark file of the "
+            "pairs to score (--pairs)."
         )
     pairs = read_pairs(pairs_path, require_label=False)
     log.info("Read %d pairs (%s) from %s", len(pairs), pairs.attrs["format"], pairs_path)
