@@ -162,6 +162,14 @@ def test_a_model_row_takes_its_values_from_metrics_json_and_model_json(tmp_path)
         "pairs_in": None,
         "dropped_pairs": None,
         "dropped_for_span": None,
+        # One model counts as one replicate: its own AUROC and AUPRC, no spread.
+        "replicates": 1,
+        "replicate_auroc_mean": 0.8125,
+        "replicate_auroc_sd": None,
+        "replicate_auprc_mean": 0.625,
+        "replicate_auprc_sd": None,
+        "replicate_aurocs": "0.8125",
+        "replicate_auprcs": "0.6250",
     }
 
 

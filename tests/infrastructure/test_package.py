@@ -39,6 +39,7 @@ NEEDS_TORCH = {
     "epiformer.data.batches",
     "epiformer.model.ops",
     "epiformer.model.transformer",
+    "epiformer.model.ensemble",
     "epiformer.inference.devices",
     "epiformer.inference.trained_model",
     "epiformer.training.checkpoints",

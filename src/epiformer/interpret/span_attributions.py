@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from epiformer.constants import SEGMENT_IDS
+from epiformer.constants import SCORE_FORMAT, SEGMENT_IDS
 from epiformer.interpret.attributions import BASELINE, AttributionError, centred, choose_pairs
 from epiformer.io.files import atomic_write, atomic_write_text
 from epiformer.io.runlog import progress
@@ -284,6 +284,7 @@ def explain_span_model(
     metadata = {"method": spec.span_method, "steps": spec.steps, "model": str(model_dir)}
     write_span_attributions(out_dir / "span_attributions.safetensors", spans, rows, per_base, metadata)
     write_bigwig(out_dir / "attributions.bw", sizes, contribution_signal_of_spans(spans, rows, per_base))
-    atomic_write_text(out_dir / "span_segments.tsv", segments.to_csv(sep="\t", index=False, float_format="%.6g"))
+    # Exactly (SCORE_FORMAT): each pair's score is the one in predictions.tsv.
+    atomic_write_text(out_dir / "span_segments.tsv", segments.to_csv(sep="\t", index=False, float_format=SCORE_FORMAT))
     plot_span_contributions(out_dir / "span_attributions.png", spans, rows, per_base, table, truth)
     return segments
