@@ -27,7 +27,6 @@ import json
 import multiprocessing
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import yaml
 from long_demo_run import LONG_DEMO_CONFIG, results_dir, truth_path
@@ -78,9 +77,12 @@ def train_seed(job: tuple[int, str, str, float | None]) -> dict:
 
 
 def ensemble_auroc(work: Path, seeds: list[int]) -> float:
+    """Test AUROC of these seeds' ensemble, as the workflow scores one (evaluate.mean_probability)."""
+    from epiformer.evaluation.evaluate import mean_probability
+
     frames = [pd.read_csv(work / f"seed_{seed}" / "predictions.tsv", sep="\t") for seed in seeds]
-    scores = np.mean([frame["score"].to_numpy(float) for frame in frames], axis=0)
-    return float(roc_auc_score(frames[0]["label"], scores))
+    ensemble = mean_probability(frames)
+    return float(roc_auc_score(ensemble["label"], ensemble["score"]))
 
 
 def lottery_table(rows: list[dict], work: Path, run: Path, bases: int) -> pd.DataFrame:

@@ -6,5 +6,7 @@ from epiformer.io.runlog import setup_logging
 from epiformer.training.replicates import write_ensemble_description
 
 log = setup_logging(snakemake.log[0])
-description = write_ensemble_description(Path(snakemake.output.description).parent, snakemake.params.replicates)
+folder = Path(snakemake.output.description).parent
+names = [Path(path).parent.relative_to(folder).as_posix() for path in snakemake.input.descriptions]
+description = write_ensemble_description(folder, names)
 log.info("Ensemble of %d replicates (seeds %s)", len(description["replicates"]), description["seeds"])

@@ -15,5 +15,6 @@ metrics = evaluate_model(
     seed=snakemake.params.seed,
     max_tokens=snakemake.params.max_tokens,
     device=snakemake.params.device,
+    replicate_predictions=list(snakemake.output.replicates),
 )
 log.info("Test AUROC %.4f, AUPRC %.4f on %d pairs", metrics["auroc"], metrics["auprc"], metrics["n_test"])

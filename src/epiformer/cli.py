@@ -75,7 +75,8 @@ def add_scoring_arguments(
         "--model",
         required=True,
         metavar="DIR",
-        help="trained model folder, results/<cell>/<model> or results/pooled/<model> (model.json + model.safetensors)",
+        help="trained model folder, results/<cell>/<model> or results/pooled/<model> (model.json + model.safetensors,"
+        " or an ensemble's model.json and its replicates/)",
     )
     required.add_argument(
         "--genome",
@@ -87,7 +88,7 @@ def add_scoring_arguments(
         "--pairs",
         required=True,
         metavar="FILE",
-        help="pairs: TargetFinder CSV (header) or BEDPE (tab-separated); .gz read transparently",
+        help="pairs: TargetFinder CSV (header), BEDPE (tab-separated) or CRISPR benchmark TSV; .gz read transparently",
     )
     if vcf:
         required.add_argument(

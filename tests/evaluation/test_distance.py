@@ -142,3 +142,20 @@ def test_a_prediction_missing_from_windows_tsv_is_an_error_naming_the_file(tmp_p
     with pytest.raises(ValueError, match=r"predictions.tsv: pair_id 3 .* re-run evaluate"):
         write_summary([ModelResult(**{**vars(result), "windows": windows})], tmp_path / "s.tsv", tmp_path / "s.md")
     assert json.loads(result.metrics.read_text())["n_test"] == 4
+
+
+def test_tied_distances_never_split_a_bin_and_one_distance_makes_one_bin():
+    labels = np.array([0, 1, 0, 1, 1, 0])
+    scores = np.array([0.1, 0.9, 0.2, 0.8, 0.3, 0.4])
+    one = binned_metrics(labels, scores, np.full(6, 25_000), bins=5)
+    assert len(one) == 1 and one.loc[0, "n_test"] == 6 and one.loc[0, "bin"] == "25-25 kb"
+    assert one.loc[0, "auroc"] == pytest.approx(roc_auc_score(labels, scores))
+    tied = binned_metrics(labels, scores, np.array([10, 10, 10, 10, 500, 900]) * 1000, bins=5)
+    assert tied["n_test"].tolist()[0] == 4  # the four pairs at 10 kb stay together
+
+
+def test_bin_labels_read_in_kb_without_exponents_at_megabase_distances():
+    distances = np.array([30_000, 200_000, 412_000, 1_200_000, 1_900_000, 2_100_000])
+    table = binned_metrics(np.array([0, 1, 0, 1, 0, 1]), np.linspace(0, 1, 6), distances, bins=2)
+    assert table["bin"].tolist() == ["30-412 kb", "412-2100 kb"]
+    assert not table["bin"].str.contains("e").any()

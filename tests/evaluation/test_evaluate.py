@@ -83,3 +83,13 @@ def test_an_ensemble_with_a_replicate_of_another_model_is_refused(trained_cells,
     shutil.rmtree(folder / "replicates" / "2")
     with pytest.raises(ModelError, match=r"Model folder not found: .*replicates/2"):
         load_trained_model(folder)
+
+
+def test_replicates_scored_on_different_pairs_are_not_averaged():
+    from epiformer.evaluation.evaluate import mean_probability
+
+    one = pd.DataFrame({"pair_id": [0, 1], "label": [0, 1], "score": [0.2, 0.8]})
+    two = pd.DataFrame({"pair_id": [0, 2], "label": [0, 1], "score": [0.4, 0.6]})
+    assert mean_probability([one, one.assign(score=[0.4, 0.6])])["score"].tolist() == pytest.approx([0.3, 0.7])
+    with pytest.raises(ValueError, match="scored different pairs"):
+        mean_probability([one, two])

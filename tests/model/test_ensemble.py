@@ -101,3 +101,27 @@ def test_replicates_trained_on_other_data_are_refused_naming_the_file(tmp_path):
         (tmp_path / name / "model.json").write_text(json.dumps(replicate_description(seed, manifest)))
     with pytest.raises(ReplicateError, match=r"replicates/2/model.json differs from .* in data_manifest_sha256"):
         ensemble_description(tmp_path, names)
+
+
+def test_under_bf16_autocast_the_ensemble_still_averages_in_float32():
+    # On a GPU, scoring runs under bf16 autocast: the replicates' logits come out in bf16, the mean must not.
+    ensemble = EnsembleModel([FixedLogits([2.0, -3.0]), FixedLogits([0.5, 4.0])])
+    ensemble.replicates[0].logits = ensemble.replicates[0].logits.bfloat16()
+    ensemble.replicates[1].logits = ensemble.replicates[1].logits.bfloat16()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        logits = ensemble()
+    assert logits.dtype == torch.float32
+    mean = torch.stack([torch.sigmoid(r.logits.float()) for r in ensemble.replicates]).mean(0)
+    assert torch.allclose(torch.sigmoid(logits), mean, atol=1e-6, rtol=0)
+
+
+def test_the_ensembles_description_records_its_replicate_count_and_refuses_other_recipes(tmp_path):
+    names = replicate_names(2)
+    for seed, name in enumerate(names):
+        (tmp_path / name).mkdir(parents=True)
+        (tmp_path / name / "model.json").write_text(json.dumps(replicate_description(seed)))
+    assert ensemble_description(tmp_path, names)["train"] == {"seed": None, "epochs": 2, "replicates": 2}
+    other = {**replicate_description(1), "train": {"seed": 1, "epochs": 3}}
+    (tmp_path / names[1] / "model.json").write_text(json.dumps(other))
+    with pytest.raises(ReplicateError, match=r"differs from .* in train \(other than the seed\)"):
+        ensemble_description(tmp_path, names)

@@ -146,7 +146,8 @@ def test_predict_variants_transfer_and_explain_take_the_ensemble(replicates_run,
 def test_a_replicate_whose_training_is_lost_is_retrained_alone_to_the_same_weights(replicates_run):
     folder, results = replicates_run["folder"], replicates_run["results"]
     weights = results / "demo_b" / "linear" / "replicates" / "2" / "model.safetensors"
-    before = weights.read_bytes()
+    first = results / "demo_b" / "linear" / "replicates" / "1" / "model.safetensors"
+    before, first_before = weights.read_bytes(), first.stat().st_mtime_ns
     weights.unlink()
     target = str(weights.relative_to(folder))
     dry = snakemake(folder, "-n", target)
@@ -154,4 +155,6 @@ def test_a_replicate_whose_training_is_lost_is_retrained_alone_to_the_same_weigh
     assert job_counts(dry.stdout)["train"] == 1 and "cell=demo_b, model=linear, replicate=2" in dry.stdout
     run_workflow(folder, target)
     assert weights.read_bytes() == before  # its own seed, its own checkpoint folder: the same model again
-    assert (folder / ".epiformer-checkpoints" / "demo_b" / "linear" / "replicates" / "2").is_dir()
+    log = (folder / "logs" / "demo_b" / "linear" / "replicates" / "2" / "train.log").read_text()
+    assert "Resuming from .epiformer-checkpoints/demo_b/linear/replicates/2/last.pt" in log  # its own checkpoint
+    assert first.stat().st_mtime_ns == first_before  # replicate 1 untouched

@@ -102,11 +102,12 @@ SPAN_ONLY_TRAIN_KEYS = ("max_tokens_per_batch",)
 # {model folder}/replicates/{1..N}/, and its folder holds the ensemble's model.json (rule ensemble).
 REPLICATES = replicate_names(config["train"].get("replicates", 1))  # folder names; [] for one model
 REPLICATE = "replicates/{replicate}/" if REPLICATES else ""  # in the train rule's paths, after the model folder's
+REPLICATE_NUMBERS = [str(number) for number in range(1, len(REPLICATES) + 1)]  # the {replicate} wildcard's values
 
 
 def checkpoint_dir(folder, wildcards):
     """Where a training job keeps its checkpoint (outside the outputs, which a failed job loses): one per replicate."""
-    replicate = [REPLICATE.format(**wildcards).rstrip("/")] if REPLICATES else []
+    replicate = [f"replicates/{wildcards.replicate}"] if REPLICATES else []
     return os.path.join(".epiformer-checkpoints", folder, *replicate)
 
 

@@ -15,7 +15,7 @@ rule train:
         f"logs/{{cell}}/{{model}}/{REPLICATE}train.usage.tsv"
     wildcard_constraints:
         model=regex_of(CELL_MODELS),
-        replicate=r"\d+",
+        replicate=regex_of(REPLICATE_NUMBERS),
     conda:
         "../../envs/pytorch.yaml"
     # One set of threads per data-parallel process, and one GPU each unless device is cpu
@@ -51,7 +51,7 @@ use rule train as train_pooled with:
         f"logs/pooled/{{model}}/{REPLICATE}train.usage.tsv"
     wildcard_constraints:
         model=regex_of(POOLED_MODELS),
-        replicate=r"\d+",
+        replicate=regex_of(REPLICATE_NUMBERS),
     params:
         model=lambda wildcards: model_config(wildcards.model),
         train=lambda wildcards: train_params(wildcards.model, wildcards.get("replicate")),
@@ -80,8 +80,6 @@ if REPLICATES:
         resources:
             mem_mb=1000,
             runtime=5,
-        params:
-            replicates=REPLICATES,
         script:
             "../../scripts/ensemble.py"
 

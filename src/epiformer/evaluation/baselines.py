@@ -52,7 +52,7 @@ from epiformer.sequence.onehot import crop, unpack
 log = logging.getLogger(__name__)
 
 # With one or two features and thousands of pairs the penalty hardly matters, and a strong
-# one only squeezes the scores together (into ties once rounded); k-mers need tuning.
+# one only squeezes the scores together; k-mers need tuning.
 C_GRIDS = {"distance": (1.0,), "kmer": (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0), "propensity": (1.0,)}
 N_CODE = 4  # base code of N (A, C, G, T are 0-3)
 

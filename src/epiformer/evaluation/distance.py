@@ -31,11 +31,13 @@ BIN_COLUMNS = ["bin", "distance_low", "distance_high", "n_test", "positives", "a
 
 
 def quantile_edges(distances: np.ndarray, bins: int) -> np.ndarray:
-    """Edges of `bins` quantile bins of the cis distances (repeated quantiles merged, so ties never split a bin)."""
+    """Edges of `bins` quantile bins of the cis distances (repeated quantiles merged, so ties never split a bin;
+    one distinct distance makes one bin, [d, d])."""
     cis = distances[distances >= 0]
     if len(cis) == 0:
         return np.array([], dtype=np.int64)
-    return np.unique(np.quantile(cis, np.linspace(0, 1, bins + 1), method="lower").astype(np.int64))
+    edges = np.unique(np.quantile(cis, np.linspace(0, 1, bins + 1), method="lower").astype(np.int64))
+    return np.repeat(edges, 2) if len(edges) == 1 else edges
 
 
 def bin_of(distances: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -52,7 +54,8 @@ def bin_label(index: int, edges: np.ndarray) -> str:
 
 
 def _kb(bases: int) -> str:
-    return f"{bases / 1000:.3g}"
+    """Three significant digits, never an exponent: 3.46, 412, 1900."""
+    return np.format_float_positional(bases / 1000, precision=3, unique=False, fractional=False, trim="-")
 
 
 def binned_metrics(labels: np.ndarray, scores: np.ndarray, distances: np.ndarray, bins: int) -> pd.DataFrame:

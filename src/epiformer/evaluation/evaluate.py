@@ -35,8 +35,13 @@ def evaluate_model(
     seed: int = 0,
     max_tokens: int = SCORING_TOKENS,
     device: str = "cpu",
+    replicate_predictions: list | None = None,
 ) -> dict:
     """Score validation and test splits with a trained model or ensemble; write predictions.tsv and metrics.json.
+
+    For an ensemble, `replicate_predictions` are where each replicate's test predictions go, in
+    the order of its model.json's `replicates` (the rule's declared outputs; default:
+    `{name}/predictions.tsv` beside predictions.tsv).
 
     Span models score batches of at most `max_tokens` model tokens (the workflow passes four
     times `train.max_tokens_per_batch`: scoring keeps no activations for a backward pass).
@@ -54,7 +59,14 @@ def evaluate_model(
     metrics = {**compute_metrics(frames["test"], frames["val"], resamples, seed), **data_fields(shard_dir)}
     if scored:
         tests = [replicate["test"] for replicate in scored]
-        metrics.update(replicate_metrics(model_dir, names, tests, Path(predictions_path).parent))
+        if replicate_predictions is None:
+            replicate_predictions = [Path(predictions_path).parent / name / "predictions.tsv" for name in names]
+        if len(replicate_predictions) != len(names):
+            raise ValueError(
+                f"{model_dir / 'model.json'} names {len(names)} replicates, but {len(replicate_predictions)} "
+                "replicate predictions files were asked for: train.replicates changed since it was written; re-run."
+            )
+        metrics.update(replicate_metrics(model_dir, names, tests, replicate_predictions))
     write_predictions(frames["test"], predictions_path)
     atomic_write_text(Path(metrics_path), json.dumps(metrics, indent=2))
     return metrics
@@ -66,7 +78,8 @@ def score_splits(model_dir: Path, splits: dict, device, max_tokens: int) -> dict
     frames = {}
     for split, data in splits.items():
         scores, labels, ids = predict_split(model, data, SCORING_BATCH_SIZE, device, max_tokens)
-        frames[split] = pd.DataFrame({"pair_id": ids, "label": labels, "score": scores})
+        # float64, exactly the float32 scores: the file then holds the values the threshold was chosen on.
+        frames[split] = pd.DataFrame({"pair_id": ids, "label": labels, "score": scores.astype(np.float64)})
     return frames
 
 
@@ -79,11 +92,11 @@ def mean_probability(frames: list[pd.DataFrame]) -> pd.DataFrame:
     return frames[0][["pair_id", "label"]].assign(score=scores)
 
 
-def replicate_metrics(model_dir: Path, names: list[str], tests: list[pd.DataFrame], out_dir: Path) -> dict:
-    """metrics.json's replicate entries; writes each replicate's test predictions to out_dir/{name}/."""
+def replicate_metrics(model_dir: Path, names: list[str], tests: list[pd.DataFrame], paths: list) -> dict:
+    """metrics.json's replicate entries; writes each replicate's test predictions to its path."""
     rows = []
-    for name, test in zip(names, tests):
-        write_predictions(test, out_dir / name / "predictions.tsv")
+    for name, test, path in zip(names, tests, paths):
+        write_predictions(test, path)
         description = json.loads((model_dir / name / "model.json").read_text())
         labels, scores = test["label"].to_numpy(int), test["score"].to_numpy(float)
         rows.append(

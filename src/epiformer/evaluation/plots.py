@@ -19,6 +19,7 @@ import pandas as pd  # noqa: E402
 from sklearn.metrics import average_precision_score, precision_recall_curve, roc_auc_score, roc_curve  # noqa: E402
 
 from epiformer.constants import BASELINES  # noqa: E402
+from epiformer.evaluation.distance import REFERENCE  # noqa: E402
 from epiformer.io.files import atomic_write  # noqa: E402
 
 
@@ -329,17 +330,17 @@ def plot_distance_bins(bins_tsv: str | Path, out_png: str | Path) -> None:
     fig, axes = plt.subplots(len(cells), 2, figsize=(11, 4.2 * len(cells)), squeeze=False)
     for cell, row_axes in zip(cells, axes):
         here = table[table["cell_line"] == cell]
-        bins = list(dict.fromkeys(here["bin"]))
+        lows = list(dict.fromkeys(here["distance_low"]))  # a bin's key: labels are rounded, edges are not
         for name, rows in here.groupby("model", sort=False):
-            rows = rows.set_index("bin").reindex(bins)
-            extra = {"color": "black", "linewidth": 2} if name == "distance" else {}
+            rows = rows.set_index("distance_low").reindex(lows)
+            extra = {"color": "black", "linewidth": 2} if name == REFERENCE else {}
             for ax, metric in zip(row_axes, ("auroc", "auprc")):
-                ax.plot(range(len(bins)), rows[metric], line_style(name), marker="o", label=name, **extra)
-        counts = here.drop_duplicates("bin").set_index("bin").reindex(bins)
-        ticks = [f"{label}\n{n} pairs, {p} +" for label, n, p in zip(bins, counts["n_test"], counts["positives"])]
+                ax.plot(range(len(lows)), rows[metric], line_style(name), marker="o", label=name, **extra)
+        bins = here.drop_duplicates("distance_low").set_index("distance_low").reindex(lows)
+        ticks = [f"{label}\n{n} pairs, {p} +" for label, n, p in zip(bins["bin"], bins["n_test"], bins["positives"])]
         row_axes[0].axhline(0.5, color="grey", linestyle=":", label="chance")
         for ax, metric in zip(row_axes, ("AUROC", "AUPRC")):
-            ax.set_xticks(range(len(bins)), ticks, fontsize=7)
+            ax.set_xticks(range(len(lows)), ticks, fontsize=7)
             ax.set(xlabel="enhancer-promoter distance (test-set quantile bins)", ylabel=f"{metric} within bin")
             ax.set_title(f"{cell}: {metric} by distance, test")
             ax.grid(alpha=0.3)

@@ -155,10 +155,9 @@ def replicate_columns(metrics: dict, description: dict | None) -> dict:
         return dict.fromkeys(REPLICATE_COLUMNS)
     replicates = metrics.get("replicates") or [{"auroc": metrics["auroc"], "auprc": metrics["auprc"]}]
     columns = {"replicates": len(replicates)}
-    for metric in ("auroc", "auprc"):
-        values = np.array([replicate[metric] for replicate in replicates])
-        columns[f"replicate_{metric}_mean"] = float(values.mean())
-        columns[f"replicate_{metric}_sd"] = float(values.std(ddof=1)) if len(values) > 1 else None
+    for metric in ("auroc", "auprc"):  # evaluate's mean and sd (evaluation.evaluate.replicate_metrics)
+        columns[f"replicate_{metric}_mean"] = metrics.get(f"replicate_{metric}_mean", metrics[metric])
+        columns[f"replicate_{metric}_sd"] = metrics.get(f"replicate_{metric}_sd")
     for metric in ("auroc", "auprc"):
         columns[f"replicate_{metric}s"] = ";".join(f"{replicate[metric]:.4f}" for replicate in replicates)
     return columns

@@ -25,6 +25,7 @@ from epiformer.model.ensemble import EnsembleModel
 from epiformer.model.transformer import EPITransformer, ModelConfig, score_batch
 
 MODEL_FILES = ("model.json", "model.safetensors")
+TrainedModel = EPITransformer | EnsembleModel  # what a model folder loads as: one model, or its replicates' ensemble
 
 
 class ModelError(ValueError):
@@ -78,7 +79,7 @@ def replicate_dirs(model_dir: str | Path, description: dict) -> list[Path]:
 
 def load_trained_model(
     model_dir: str | Path, device: torch.device | str = "cpu", elements_only_for: str | None = None
-) -> tuple[EPITransformer | EnsembleModel, dict]:
+) -> tuple[TrainedModel, dict]:
     """The model of a folder, in eval mode on `device`, and its `model.json`; ModelError says what to give instead.
 
     An ensemble's folder gives an EnsembleModel of its replicates (module docstring).

@@ -9,7 +9,9 @@ is that of the replicates' mean probability,
                       = logsumexp_i(logsigmoid(l_i)) - logsumexp_i(logsigmoid(-l_i)),
 
 computed from the replicates' logits l_i without leaving log space (the 1/N cancels), so a
-sigmoid of it is the mean probability even where every p_i rounds to 0 or 1 in float32.
+sigmoid of it is the mean probability even where every p_i rounds to 0 or 1 in float32. It
+is computed in float32 whatever the replicates' precision (bf16 under autocast on a GPU), so
+the ensemble scores as evaluation's mean of the probabilities does, to 1e-6.
 """
 
 from __future__ import annotations
@@ -35,5 +37,5 @@ class EnsembleModel(nn.Module):
         return self.replicates[0].config
 
     def forward(self, *args, **kwargs) -> torch.Tensor:
-        logits = torch.stack([replicate(*args, **kwargs) for replicate in self.replicates])  # (N, B)
+        logits = torch.stack([replicate(*args, **kwargs) for replicate in self.replicates]).float()  # (N, B)
         return torch.logsumexp(F.logsigmoid(logits), dim=0) - torch.logsumexp(F.logsigmoid(-logits), dim=0)

@@ -23,10 +23,9 @@ from epiformer.data.pairs import PairsError, read_pairs
 from epiformer.data.shards import PackedPairs
 from epiformer.data.spans import spans_of_windows
 from epiformer.data.windows import WindowSpec, window_spec_for
-from epiformer.inference.trained_model import load_trained_model, predict_split
+from epiformer.inference.trained_model import TrainedModel, load_trained_model, predict_split
 from epiformer.io.runlog import progress
 from epiformer.model.configs import SCORING_BATCH_SIZE, SCORING_TOKENS
-from epiformer.model.transformer import EPITransformer
 
 log = logging.getLogger(__name__)
 CHUNK_PAIRS = 4096  # pairs encoded and scored at a time (the workflow's default shard size)
@@ -41,7 +40,7 @@ def packed_pairs(genome: Genome, windows: pd.DataFrame) -> PackedPairs:
 
 
 def score_windows(
-    model: EPITransformer,
+    model: TrainedModel,
     genome: Genome,
     windows: pd.DataFrame,
     batch_size: int = SCORING_BATCH_SIZE,
@@ -61,7 +60,7 @@ def score_windows(
 
 
 def score_spans(
-    model: EPITransformer,
+    model: TrainedModel,
     genome: Genome,
     windows: pd.DataFrame,
     device: torch.device | str = "cpu",
@@ -87,7 +86,7 @@ def load_scoring_model(
     max_n_fraction: float | None = None,
     allow_trans: bool | None = None,
     command: str | None = None,
-) -> tuple[EPITransformer, WindowSpec]:
+) -> tuple[TrainedModel, WindowSpec]:
     """The model of a folder and the WindowSpec to score with (model.json's, with the given overrides), logged.
 
     `command` names a command that scores element-window models only: a span model is refused for it.

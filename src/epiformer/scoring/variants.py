@@ -47,12 +47,11 @@ from epiformer.data.genome import Genome
 from epiformer.data.shards import PackedPairs, Spans, segment_ids
 from epiformer.data.spans import span_coordinates, spans_of_windows
 from epiformer.data.windows import WindowSpec, place_pair_windows, place_windows
-from epiformer.inference.trained_model import predict_split
+from epiformer.inference.trained_model import TrainedModel, predict_split
 from epiformer.io.files import atomic_outputs
 from epiformer.io.runlog import progress
 from epiformer.io.vcf import VcfError, VcfRecord, count_data_lines, read_vcf
 from epiformer.model.configs import SCORING_BATCH_SIZE, SCORING_TOKENS
-from epiformer.model.transformer import EPITransformer
 from epiformer.scoring.new_pairs import (
     CHUNK_PAIRS,
     load_scoring_model,
@@ -308,7 +307,7 @@ def allele_rows(windows, hits, alleles, ref_score, alt_scores, element) -> pd.Da
 
 
 def score_pair_alleles(
-    model: EPITransformer,
+    model: TrainedModel,
     genome: Genome,
     windows: pd.DataFrame,
     hits: pd.DataFrame,

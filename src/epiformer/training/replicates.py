@@ -37,6 +37,8 @@ def ensemble_description(model_dir: str | Path, names: list[str]) -> dict:
     first = descriptions[0]
     for name, description in zip(names[1:], descriptions[1:]):
         differ = [key for key in SHARED_KEYS if description.get(key) != first.get(key)]
+        if _recipe(description) != _recipe(first):
+            differ.append("train (other than the seed)")
         if differ:
             raise ReplicateError(
                 f"{model_dir / name / 'model.json'} differs from {model_dir / names[0] / 'model.json'} in "
@@ -46,7 +48,7 @@ def ensemble_description(model_dir: str | Path, names: list[str]) -> dict:
         **{key: first.get(key) for key in SHARED_KEYS},
         "replicates": names,
         "seeds": [description["train"]["seed"] for description in descriptions],
-        "train": {**first["train"], "seed": None},
+        "train": {**first["train"], "seed": None, "replicates": len(names)},
         "parameters": int(sum(description["parameters"] for description in descriptions)),
         "best_epoch": [description["best_epoch"] for description in descriptions],
         "best_val_auprc": [description["best_val_auprc"] for description in descriptions],
@@ -58,6 +60,11 @@ def ensemble_description(model_dir: str | Path, names: list[str]) -> dict:
         "peak_memory_mb": float(max(description["peak_memory_mb"] for description in descriptions)),
         "versions": first.get("versions"),
     }
+
+
+def _recipe(description: dict) -> dict:
+    """What a replicate was trained with, less what differs between replicates by design (the seed)."""
+    return {key: value for key, value in description["train"].items() if key not in ("seed", "replicates")}
 
 
 def write_ensemble_description(model_dir: str | Path, names: list[str]) -> dict:
