@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
-from long_demo_run import LONG_DEMO_CONFIG, results_dir, truth_path
+from long_demo_run import LONG_DEMO_CONFIG, results_dir, span_model_settings, truth_path
 from sklearn.metrics import roc_auc_score
 
 FOUND_WITHIN = 0.05  # of the oracle AUROC: the bar for "found the insulator"
@@ -42,7 +42,7 @@ def recipe() -> tuple[dict, dict, int]:
     overlay = yaml.safe_load(LONG_DEMO_CONFIG.read_text())
     train = {**base["train"], **overlay.get("train", {})}
     train["reverse_complement"] = {**base["augment"], **overlay.get("augment", {})}["reverse_complement"]
-    model = {key: value for key, value in overlay["models"]["linear_span"].items() if key != "pooled"}
+    model = {"attention": "linear", **span_model_settings()}
     return model, train, {**base["windows"], **overlay["windows"]}["max_span"]
 
 

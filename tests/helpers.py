@@ -317,3 +317,19 @@ def write_fasta(path, sequences: dict[str, str]):
         for name, sequence in sequences.items():
             handle.write(f">{name}\n" + "".join(sequence[i : i + 70] + "\n" for i in range(0, len(sequence), 70)))
     return path
+
+
+def epiformer_predict(
+    model_dir: Path, genome: Path, pairs: Path, out: Path
+) -> tuple[subprocess.CompletedProcess, pd.DataFrame]:
+    """`epiformer predict` as a user runs it, which must succeed; the run (for its log) and the scores it wrote."""
+    command = [sys.executable, "-m", "epiformer.cli", "predict", "--model", model_dir, "--genome", genome]
+    run = subprocess.run(
+        [*map(str, command), "--pairs", str(pairs), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run, pd.read_csv(out, sep="\t")

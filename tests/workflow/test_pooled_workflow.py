@@ -15,6 +15,7 @@ from tests.helpers import (
     REPO,
     TINY_MODEL,
     assert_figure,
+    epiformer_predict,
     require_bedtools,
     run_workflow,
     snakemake,
@@ -104,28 +105,12 @@ def test_epiformer_summary_of_some_models_equals_the_workflows_rows_for_them(poo
 
 def test_predict_gives_a_distance_aware_model_the_distance_of_each_pair(pooled_run, tmp_path):
     results = pooled_run / "results"
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "epiformer.cli",
-            "predict",
-            "--model",
-            results / "demo_a" / "linear_distance",
-            "--genome",
-            pooled_run / "resources/demo/genome.fa",
-            "--pairs",
-            pooled_run / "resources/demo/demo_a.pairs.csv",
-            "--out",
-            tmp_path / "scores.tsv",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    _, scores = epiformer_predict(
+        results / "demo_a" / "linear_distance",
+        pooled_run / "resources/demo/genome.fa",
+        pooled_run / "resources/demo/demo_a.pairs.csv",
+        tmp_path / "scores.tsv",
     )
-    assert run.returncode == 0, run.stderr[-3000:]
-    scores = pd.read_csv(tmp_path / "scores.tsv", sep="\t")
     workflow = pd.read_csv(results / "demo_a" / "linear_distance" / "predictions.tsv", sep="\t")
     both = workflow.merge(scores, on="pair_id", suffixes=("_workflow", "_predict"), validate="one_to_one")
     assert len(both) == len(workflow) and np.abs(both["score_workflow"] - both["score_predict"]).max() <= 1e-6

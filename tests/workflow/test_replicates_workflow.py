@@ -4,8 +4,6 @@ by every tool that takes a model (evaluate, summary, transfer, predict, variants
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
@@ -16,6 +14,7 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 from tests.helpers import (
     TINY_MODEL,
     copy_workflow,
+    epiformer_predict,
     job_counts,
     require_bedtools,
     run_workflow,
@@ -116,19 +115,12 @@ def test_the_summary_gives_the_ensemble_with_each_replicate_and_their_spread(rep
 
 def test_predict_variants_transfer_and_explain_take_the_ensemble(replicates_run, tmp_path):
     folder, results = replicates_run["folder"], replicates_run["results"]
-    run = subprocess.run(
-        [
-            *(sys.executable, "-m", "epiformer.cli", "predict", "--model", results / "demo_a" / "linear"),
-            *("--genome", folder / "resources/demo/genome.fa", "--pairs", folder / "resources/demo/demo_a.pairs.csv"),
-            *("--out", tmp_path / "scores.tsv"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    _, scores = epiformer_predict(
+        results / "demo_a" / "linear",
+        folder / "resources/demo/genome.fa",
+        folder / "resources/demo/demo_a.pairs.csv",
+        tmp_path / "scores.tsv",
     )
-    assert run.returncode == 0, run.stderr[-3000:]
-    scores = pd.read_csv(tmp_path / "scores.tsv", sep="\t")
     workflow = pd.read_csv(results / "demo_a" / "linear" / "predictions.tsv", sep="\t")
     both = workflow.merge(scores, on="pair_id", suffixes=("_workflow", "_predict"), validate="one_to_one")
     assert len(both) == len(workflow) and np.abs(both["score_workflow"] - both["score_predict"]).max() <= 1e-6

@@ -24,7 +24,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from epiformer.evaluation.metrics import bootstrap_rows, fast_average_precision, fast_roc_auc
+from epiformer.evaluation.metrics import (
+    bootstrap_interval,
+    fast_average_precision,
+    fast_roc_auc,
+    paired_bootstrap_difference,
+)
 
 ACROSS_CHROMOSOMES = "across chromosomes"
 BIN_COLUMNS = ["bin", "distance_low", "distance_high", "n_test", "positives", "auroc", "auprc"]
@@ -98,32 +103,26 @@ def matched_auroc(labels: np.ndarray, scores: np.ndarray, strata: np.ndarray) ->
     return right / compared if compared else np.nan
 
 
+def _matched(labels: np.ndarray, scored: np.ndarray) -> float:
+    """matched_auroc of [N, 2] (score, stratum) rows: the form the bootstraps of `metrics` draw rows of."""
+    return matched_auroc(labels, scored[:, 0], scored[:, 1])
+
+
 def matched_auroc_with_interval(
     labels: np.ndarray, scores: np.ndarray, strata: np.ndarray, resamples: int, seed: int
 ) -> tuple[float, float, float]:
     """The matched AUROC and its percentile 95% bootstrap interval (the draws of `metrics.bootstrap_rows`)."""
-    values = [
-        matched_auroc(labels[rows], scores[rows], strata[rows]) for rows in bootstrap_rows(labels, resamples, seed)
-    ]
-    values = [value for value in values if not np.isnan(value)]
-    low, high = (np.percentile(values, 2.5), np.percentile(values, 97.5)) if values else (np.nan, np.nan)
-    return matched_auroc(labels, scores, strata), float(low), float(high)
+    low, high = bootstrap_interval(labels, np.column_stack([scores, strata]), _matched, resamples, seed)
+    return matched_auroc(labels, scores, strata), low, high
 
 
 def paired_matched_difference(
     labels: np.ndarray, scores_a: np.ndarray, scores_b: np.ndarray, strata: np.ndarray, resamples: int, seed: int
 ) -> tuple[float, float, float]:
     """Matched AUROC of a minus b on the same pairs, with a paired percentile 95% bootstrap interval."""
-    values = []
-    for rows in bootstrap_rows(labels, resamples, seed):
-        difference = matched_auroc(labels[rows], scores_a[rows], strata[rows]) - matched_auroc(
-            labels[rows], scores_b[rows], strata[rows]
-        )
-        if not np.isnan(difference):
-            values.append(difference)
-    low, high = (np.percentile(values, 2.5), np.percentile(values, 97.5)) if values else (np.nan, np.nan)
-    difference = matched_auroc(labels, scores_a, strata) - matched_auroc(labels, scores_b, strata)
-    return float(difference), float(low), float(high)
+    a, b = np.column_stack([scores_a, strata]), np.column_stack([scores_b, strata])
+    paired = paired_bootstrap_difference(labels, a, b, _matched, resamples, seed)
+    return paired["difference"], paired["lo"], paired["hi"]
 
 
 REFERENCE = "distance"  # the baseline every matched AUROC is compared with, when the results hold it

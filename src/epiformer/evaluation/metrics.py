@@ -43,10 +43,18 @@ def bootstrap_rows(labels: np.ndarray, resamples: int, seed: int):
             yield rows
 
 
-def bootstrap_interval(labels, scores, metric, resamples: int, seed: int) -> list[float]:
-    """Percentile 95% interval of `metric` over resamples that hold both classes."""
-    values = [metric(labels[rows], scores[rows]) for rows in bootstrap_rows(labels, resamples, seed)]
+def percentile_interval(values) -> list[float]:
+    """The 2.5th and 97.5th percentiles of the defined values (a metric may be undefined on a draw); NaN if none."""
+    values = [value for value in values if not np.isnan(value)]
     return [float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))] if values else [np.nan, np.nan]
+
+
+def bootstrap_interval(labels, scores, metric, resamples: int, seed: int) -> list[float]:
+    """Percentile 95% interval of `metric` over resamples that hold both classes.
+
+    `scores` may have more columns than one (rows are drawn whole) for a metric that reads them.
+    """
+    return percentile_interval(metric(labels[rows], scores[rows]) for rows in bootstrap_rows(labels, resamples, seed))
 
 
 def _ranked_counts(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -76,7 +84,8 @@ def fast_average_precision(labels: np.ndarray, scores: np.ndarray) -> float:
 def paired_bootstrap_difference(labels, scores_a, scores_b, metric, resamples: int, seed: int) -> dict:
     """`metric(a) - metric(b)` on the same pairs, with a paired percentile 95% bootstrap interval.
 
-    `labels`, `scores_a` and `scores_b` are [N] arrays over the same pairs in the same order.
+    `labels`, `scores_a` and `scores_b` are [N] arrays (scores may be [N, k] rows, drawn whole) over the same
+    pairs in the same order.
     Each resample draws N rows with replacement (`bootstrap_rows`: the draws `bootstrap_interval`
     makes with this seed) and scores a and b on those same rows, so what the two share (pairs that are easy
     or hard for both) cancels in the difference; resamples that lack a class are skipped.
@@ -88,7 +97,7 @@ def paired_bootstrap_difference(labels, scores_a, scores_b, metric, resamples: i
         metric(labels[rows], scores_a[rows]) - metric(labels[rows], scores_b[rows])
         for rows in bootstrap_rows(labels, resamples, seed)
     ]
-    low, high = (np.percentile(values, 2.5), np.percentile(values, 97.5)) if values else (np.nan, np.nan)
+    low, high = percentile_interval(values)
     return {
         "difference": float(metric(labels, scores_a) - metric(labels, scores_b)),
         "lo": float(low),
