@@ -12,7 +12,10 @@ can be recomputed from a file in the repository; each table of PAGE.md between
 copies of runs/PAGE/, and each between `<!-- generated:NAME:RUN -->` and
 `<!-- end generated:NAME:RUN -->` from those of runs/RUN/. Tables:
 - `auroc`: test AUROC, one row per cell line, one column per model and baseline (bold: a
-  linear-attention model at least as good as the better of the distance and k-mer baselines);
+  linear-attention model at least as good as the better of the distance and k-mer baselines;
+  a model trained as replicates: its ensemble, then the replicates' mean ± sd);
+- `spread` (replicates): per cell line, the models SPREAD_SHOWN names for the page against the
+  better of their baselines, and whether every replicate lies above it, below it, or neither;
 - `cost`: per model, what it reads, test AUROC (95% CI), epochs trained, training time, peak memory;
 - `summary`: the run's own summary.md (every metric, interval and paired difference);
 - `breakdown` (the long demo): each model's test AUROC split by what it must tell apart, from
@@ -31,7 +34,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from epiformer.evaluation.summary import to_markdown
+from epiformer.evaluation.summary import best_baseline, replicate_values, spread_verdict, to_markdown
 
 PAGES = Path(__file__).resolve().parent
 RUN_FILES = ("summary.tsv", "paired_comparison.tsv", "breakdown.tsv")
@@ -39,6 +42,16 @@ BASELINE_NAMES = {"distance": "distance", "kmer": "k-mer", "propensity": "propen
 # The (model, baseline) differences a page's `paired` table shows, in its column order.
 PAIRED_SHOWN = {
     "real": [("linear_pooled_distance", "distance"), ("linear_pooled_distance", "kmer"), ("linear_pooled", "kmer")],
+}
+# Per page, the (model, baselines) pairs its `spread` table shows: the model against the better of
+# those baselines on test AUROC, beyond its replicates' spread or not.
+SPREAD_SHOWN = {
+    "real": [
+        ("linear", ["kmer"]),
+        ("linear_pooled", ["kmer"]),
+        ("linear_distance", ["distance", "kmer"]),
+        ("linear_pooled_distance", ["distance", "kmer"]),
+    ],
 }
 MOTIF_RANKS = 5
 
@@ -60,7 +73,37 @@ def auroc_table(summary: pd.DataFrame) -> str:
                 continue
             row = by_model.loc[model]
             value = f"{row['auroc']:.3f}"
-            cells.append(f"**{value}**" if row.get("attention") == "linear" and row["auroc"] >= bar else value)
+            value = f"**{value}**" if row.get("attention") == "linear" and row["auroc"] >= bar else value
+            cells.append(value + _spread(row))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _spread(row: pd.Series) -> str:
+    """ " (mean ± sd)" of a model's replicates' AUROC; nothing for one model or a baseline."""
+    if pd.isna(row.get("replicates")) or row["replicates"] < 2:
+        return ""
+    return f" ({row['replicate_auroc_mean']:.3f} ± {row['replicate_auroc_sd']:.3f})"
+
+
+def spread_table(summary: pd.DataFrame, shown: list[tuple[str, list[str]]]) -> str:
+    """Per cell line, each shown model's ensemble AUROC (replicates' mean ± sd) against the better of its baselines.
+
+    The verdict is `summary.spread_verdict`: "above" or "below" only when every replicate is.
+    """
+    names = lambda baselines: " or ".join(BASELINE_NAMES.get(b, b) for b in baselines)  # noqa: E731
+    header = ["cell line"] + [f"{model} vs {names(baselines)}" for model, baselines in shown]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for cell in dict.fromkeys(summary["cell_line"]):
+        by_model = summary[summary["cell_line"] == cell].set_index("model")
+        cells = [cell]
+        for model, baselines in shown:
+            row = by_model.loc[model]
+            baseline, bar = best_baseline(summary, cell, baselines)
+            verdict = spread_verdict(replicate_values(row), bar) or "one replicate: no spread"
+            cells.append(
+                f"{row['auroc']:.3f}{_spread(row)} vs {BASELINE_NAMES.get(baseline, baseline)} {bar:.3f}: {verdict}"
+            )
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -158,6 +201,7 @@ def render(name: str, run: Path, page: str) -> str:
         "summary": lambda s: summary_tables(s, paired),
         "breakdown": lambda s: breakdown_table(run),
         "paired": lambda s: paired_table(paired, PAIRED_SHOWN[page]),
+        "spread": lambda s: spread_table(s, SPREAD_SHOWN[page]),
         "motifs": lambda s: motifs_table(run),
     }
     if name not in tables:

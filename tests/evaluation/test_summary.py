@@ -17,9 +17,13 @@ from epiformer.evaluation.summary import (
     PAIRED_COLUMNS,
     REPLICATE_COLUMNS,
     ModelResult,
+    best_baseline,
     oracle_auroc,
     paired_comparison,
     paired_predictions,
+    replicate_values,
+    replicates_markdown,
+    spread_verdict,
     summary_row,
     to_markdown,
     with_paired_columns,
@@ -386,3 +390,50 @@ def test_mismatched_test_pairs_stop_the_summary(tmp_path):
         write_summary(results, tmp_path / "s.tsv", tmp_path / "s.md", tmp_path / "p.tsv")
     assert str(results[0].predictions) in str(error.value) and str(results[1].predictions) in str(error.value)
     assert not (tmp_path / "s.tsv").exists()
+
+
+def test_spread_verdict_says_above_or_below_only_when_every_replicate_is():
+    assert spread_verdict([0.70, 0.72, 0.74], 0.69) == "above: every replicate"
+    assert spread_verdict([0.70, 0.72, 0.74], 0.75) == "below: every replicate"
+    assert spread_verdict([0.70, 0.72, 0.74], 0.71) == "within the spread"
+    assert spread_verdict([0.70, 0.72, 0.74], 0.70) == "within the spread"  # a tie is not beyond the spread
+    assert spread_verdict([0.72], 0.5) == ""  # one model has no spread
+
+
+def test_replicates_section_sets_each_model_against_the_best_baseline_of_its_cell_line():
+    def row(cell, model, kind, auroc, replicates=None):
+        values = replicates or []
+        return {
+            "cell_line": cell,
+            "model": model,
+            "kind": kind,
+            "auroc": auroc,
+            "auprc": 0.5,
+            "replicates": len(values) or None,
+            "replicate_auroc_mean": float(np.mean(values)) if values else None,
+            "replicate_auroc_sd": float(np.std(values, ddof=1)) if len(values) > 1 else None,
+            "replicate_auprc_mean": 0.5 if values else None,
+            "replicate_auprc_sd": 0.01 if values else None,
+            "replicate_aurocs": ";".join(f"{v:.4f}" for v in values) if values else None,
+        }
+
+    table = pd.DataFrame(
+        [
+            row("a", "linear", "transformer", 0.80, [0.78, 0.79, 0.81]),
+            row("a", "distance", "baseline", 0.70),
+            row("a", "kmer", "baseline", 0.75),
+            row("b", "linear", "transformer", 0.60, [0.58, 0.66, 0.62]),
+            row("b", "distance", "baseline", 0.61),
+            row("b", "kmer", "baseline", 0.55),
+        ]
+    )
+    assert best_baseline(table, "a") == ("kmer", 0.75)
+    assert best_baseline(table, "b") == ("distance", 0.61)
+    assert best_baseline(table, "b", ["kmer"]) == ("kmer", 0.55)
+    assert best_baseline(table[table["kind"] == "transformer"], "a") is None
+    assert replicate_values(next(table.itertuples())) == [0.78, 0.79, 0.81]
+    lines = replicates_markdown(table)
+    [line_a] = [line for line in lines if line.startswith("| a | linear")]
+    [line_b] = [line for line in lines if line.startswith("| b | linear")]
+    assert line_a.endswith("| kmer 0.750: above: every replicate |")
+    assert line_b.endswith("| distance 0.610: within the spread |")

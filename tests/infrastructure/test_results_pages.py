@@ -57,6 +57,32 @@ def test_the_auroc_table_reads_the_summary_and_bolds_linear_models_at_the_better
     assert table[3] == "| c2 (50, 10) | 0.600 | 0.550 | 0.500 | 0.610 |"  # below k-mer: not bold
 
 
+def test_replicated_models_show_their_spread_and_whether_a_baseline_lies_beyond_it():
+    writer = load_writer()
+    columns = ["cell_line", "model", "kind", "attention", "auroc", "n_test", "positives", "replicates"]
+    columns += ["replicate_auroc_mean", "replicate_auroc_sd", "replicate_aurocs"]
+    rows = [
+        ("c1", "linear", "transformer", "linear", 0.70, 100, 30, 3, 0.69, 0.01, "0.6800;0.6900;0.7000"),
+        ("c1", "distance", "baseline", None, 0.60, 100, 30, None, None, None, None),
+        ("c1", "kmer", "baseline", None, 0.65, 100, 30, None, None, None, None),
+        ("c2", "linear", "transformer", "linear", 0.60, 50, 10, 3, 0.58, 0.03, "0.5500;0.5800;0.6100"),
+        ("c2", "distance", "baseline", None, 0.50, 50, 10, None, None, None, None),
+        ("c2", "kmer", "baseline", None, 0.59, 50, 10, None, None, None, None),
+    ]
+    summary = pd.DataFrame(rows, columns=columns)
+    auroc = writer.auroc_table(summary).splitlines()
+    assert auroc[2] == "| c1 (100, 30) | **0.700** (0.690 ± 0.010) | 0.600 | 0.650 |"
+    assert auroc[3] == "| c2 (50, 10) | **0.600** (0.580 ± 0.030) | 0.500 | 0.590 |"
+    spread = writer.spread_table(summary, [("linear", ["kmer"]), ("linear", ["distance", "kmer"])]).splitlines()
+    assert spread[0] == "| cell line | linear vs k-mer | linear vs distance or k-mer |"
+    assert spread[2] == (
+        "| c1 | 0.700 (0.690 ± 0.010) vs k-mer 0.650: above: every replicate "
+        "| 0.700 (0.690 ± 0.010) vs k-mer 0.650: above: every replicate |"
+    )
+    # The ensemble beats k-mers on c2, but one replicate does not: a seed could reverse it.
+    assert spread[3].startswith("| c2 | 0.600 (0.580 ± 0.030) vs k-mer 0.590: within the spread |")
+
+
 def test_the_paired_table_shows_the_named_differences_with_their_intervals():
     writer = load_writer()
     paired = pd.DataFrame(

@@ -438,19 +438,56 @@ def replicates_markdown(table: pd.DataFrame) -> list[str]:
         "",
         "Each model trained with several seeds on the same split (train.replicates); the rows above score their "
         "ensemble (mean probability). A difference between two models smaller than their replicates' sd is one "
-        "a seed could make.",
+        "a seed could make. Last column: the cell line's best baseline, and whether every replicate lies above it, "
+        "every one below, or the baseline lies within the replicates' spread (a retrained model could land on "
+        "either side).",
         "",
         "| cell line | model | replicates | ensemble AUROC | replicate AUROC mean ± sd | ensemble AUPRC | "
-        "replicate AUPRC mean ± sd | each replicate's AUROC |",
-        "|---|---|---|---|---|---|---|---|",
+        "replicate AUPRC mean ± sd | each replicate's AUROC | best baseline's AUROC against the replicates' |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in table[table["replicates"].fillna(1) > 1].itertuples():
+        best = best_baseline(table, row.cell_line)
+        against = "" if best is None else f"{best[0]} {best[1]:.3f}: {spread_verdict(replicate_values(row), best[1])}"
         lines.append(
             f"| {row.cell_line} | {row.model} | {int(row.replicates)} | {row.auroc:.3f} | "
             f"{row.replicate_auroc_mean:.3f} ± {row.replicate_auroc_sd:.3f} | {row.auprc:.3f} | "
-            f"{row.replicate_auprc_mean:.3f} ± {row.replicate_auprc_sd:.3f} | {row.replicate_aurocs} |"
+            f"{row.replicate_auprc_mean:.3f} ± {row.replicate_auprc_sd:.3f} | {row.replicate_aurocs} | {against} |"
         )
     return lines
+
+
+def replicate_values(row, metric: str = "auroc") -> list[float]:
+    """Each replicate's AUROC (or AUPRC) of a summary row, from its `replicate_{metric}s` column; [] for a baseline."""
+    text = getattr(row, f"replicate_{metric}s", None)  # a namedtuple of itertuples() or a Series
+    return [] if text is None or pd.isna(text) else [float(value) for value in str(text).split(";")]
+
+
+def best_baseline(table: pd.DataFrame, cell_line: str, names: list[str] | None = None) -> tuple[str, float] | None:
+    """The cell line's best baseline by test AUROC (of `names`, default all) and its AUROC, or None without one."""
+    rows = table[(table["cell_line"] == cell_line) & (table["kind"] == "baseline")]
+    if names is not None:
+        rows = rows[rows["model"].isin(names)]
+    if rows.empty:
+        return None
+    best = rows.loc[rows["auroc"].idxmax()]
+    return str(best["model"]), float(best["auroc"])
+
+
+def spread_verdict(replicates: list[float], bar: float) -> str:
+    """Where a baseline lies against a model's replicates: every replicate above it, every one below, or among them.
+
+    Only "above" or "below" say the model differs from the baseline beyond what a seed
+    changes; "within" says a retrained model could land on either side. Empty for fewer than
+    two replicates, which have no spread.
+    """
+    if len(replicates) < 2:
+        return ""
+    if min(replicates) > bar:
+        return "above: every replicate"
+    if max(replicates) < bar:
+        return "below: every replicate"
+    return "within the spread"
 
 
 def within_distance_markdown(table: pd.DataFrame) -> list[str]:
