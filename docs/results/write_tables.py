@@ -16,6 +16,8 @@ copies of runs/PAGE/, and each between `<!-- generated:NAME:RUN -->` and
   a model trained as replicates: its ensemble, then the replicates' mean ± sd);
 - `spread` (replicates): per cell line, the models SPREAD_SHOWN names for the page against the
   better of their baselines, and whether every replicate lies above it, below it, or neither;
+- `matched`: distance-matched AUROC by cell line and model or baseline, with its difference
+  from the distance baseline's (bold: the paired interval lies above 0);
 - `cost`: per model, what it reads, test AUROC (95% CI), epochs trained, training time, peak memory;
 - `summary`: the run's own summary.md (every metric, interval and paired difference);
 - `breakdown` (the long demo): each model's test AUROC split by what it must tell apart, from
@@ -104,6 +106,30 @@ def spread_table(summary: pd.DataFrame, shown: list[tuple[str, list[str]]]) -> s
             cells.append(
                 f"{row['auroc']:.3f}{_spread(row)} vs {BASELINE_NAMES.get(baseline, baseline)} {bar:.3f}: {verdict}"
             )
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def matched_table(summary: pd.DataFrame) -> str:
+    """Distance-matched AUROC by cell line (rows) and model or baseline (columns), with each one's difference
+    from the distance baseline's (bold: its paired interval lies above 0, a gain that holds within distance)."""
+    column = "matched_auroc_diff_distance"
+    models = list(dict.fromkeys(summary["model"]))
+    header = ["cell line"] + [BASELINE_NAMES.get(m, m) for m in models]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for cell, rows in summary.groupby("cell_line", sort=False):
+        by_model = rows.set_index("model")
+        cells = [cell]
+        for model in models:
+            row = by_model.loc[model] if model in by_model.index else None
+            if row is None or pd.isna(row.get("matched_auroc")):
+                cells.append("")
+                continue
+            value = f"{row['matched_auroc']:.3f}"
+            if not pd.isna(row.get(column)):
+                value += f" ({row[column]:+.3f})"
+                value = f"**{value}**" if row[f"{column}_lo"] > 0 else value
+            cells.append(value)
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -202,6 +228,7 @@ def render(name: str, run: Path, page: str) -> str:
         "breakdown": lambda s: breakdown_table(run),
         "paired": lambda s: paired_table(paired, PAIRED_SHOWN[page]),
         "spread": lambda s: spread_table(s, SPREAD_SHOWN[page]),
+        "matched": matched_table,
         "motifs": lambda s: motifs_table(run),
     }
     if name not in tables:

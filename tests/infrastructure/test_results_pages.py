@@ -110,3 +110,20 @@ def test_the_motif_table_lists_each_cell_lines_top_motifs_with_sign_and_q_value(
     assert table[0] == "| rank | a | b |"
     assert table[2] == "| 1 | GATA1 (+, q 1e-4) | YY1 (+, q 2e-8) |"
     assert table[3] == "| 2 | SP1 (−, q 0.025) |  |"
+
+
+def test_the_matched_table_bolds_gains_over_distance_that_hold_within_distance():
+    writer = load_writer()
+    columns = ["cell_line", "model", "matched_auroc", "matched_auroc_diff_distance"]
+    columns += ["matched_auroc_diff_distance_lo", "matched_auroc_diff_distance_hi"]
+    rows = [
+        ("c1", "linear", 0.66, 0.15, 0.05, 0.25),
+        ("c1", "linear_distance", 0.55, 0.04, -0.02, 0.10),
+        ("c1", "distance", 0.51, None, None, None),
+        ("c2", "linear", None, None, None, None),
+        ("c2", "distance", 0.50, None, None, None),
+    ]
+    table = writer.matched_table(pd.DataFrame(rows, columns=columns)).splitlines()
+    assert table[0] == "| cell line | linear | linear_distance | distance |"
+    assert table[2] == "| c1 | **0.660 (+0.150)** | 0.550 (+0.040) | 0.510 |"
+    assert table[3] == "| c2 |  |  | 0.500 |"

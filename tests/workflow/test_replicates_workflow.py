@@ -34,6 +34,7 @@ def replicates_run(tmp_path_factory):
     config["models"] = {
         "linear": {"attention": "linear", **TINY_MODEL},
         "linear_pooled": {"attention": "linear", **TINY_MODEL, "pooled": True},
+        "linear_once": {"attention": "linear", **TINY_MODEL, "replicates": 1},  # its own count: one model
     }
     config["baselines"]["names"] = ["distance"]
     config["train"].update(replicates=2, seed=5)
@@ -61,8 +62,9 @@ def replicates_run(tmp_path_factory):
 
 def test_each_replicate_is_its_own_training_job_with_its_own_seed(replicates_run):
     planned, results = replicates_run["planned"], replicates_run["results"]
-    assert planned["train"] == len(CELLS) * 2 and planned["train_pooled"] == 2
+    assert planned["train_replicate"] == len(CELLS) * 2 and planned["train_pooled_replicate"] == 2
     assert planned["ensemble"] == len(CELLS) and planned["ensemble_pooled"] == 1
+    assert planned["train"] == len(CELLS) and "train_pooled" not in planned  # linear_once, once per cell line
     for folder in (results / "demo_a" / "linear", results / "pooled" / "linear_pooled"):
         seeds = [json.loads((folder / name / "model.json").read_text())["train"]["seed"] for name in REPLICATES]
         assert seeds == [5, 6]  # train.seed, then the next
@@ -144,9 +146,51 @@ def test_a_replicate_whose_training_is_lost_is_retrained_alone_to_the_same_weigh
     target = str(weights.relative_to(folder))
     dry = snakemake(folder, "-n", target)
     assert dry.returncode == 0, dry.stderr[-3000:]
-    assert job_counts(dry.stdout)["train"] == 1 and "cell=demo_b, model=linear, replicate=2" in dry.stdout
+    assert job_counts(dry.stdout)["train_replicate"] == 1 and "cell=demo_b, model=linear, replicate=2" in dry.stdout
     run_workflow(folder, target)
     assert weights.read_bytes() == before  # its own seed, its own checkpoint folder: the same model again
     log = (folder / "logs" / "demo_b" / "linear" / "replicates" / "2" / "train.log").read_text()
     assert "Resuming from .epiformer-checkpoints/demo_b/linear/replicates/2/last.pt" in log  # its own checkpoint
     assert first.stat().st_mtime_ns == first_before  # replicate 1 untouched
+
+
+def test_a_model_of_its_own_replicates_1_is_one_model_beside_replicated_ones(replicates_run):
+    results = replicates_run["results"]
+    for cell in CELLS:
+        folder = results / cell / "linear_once"
+        description = json.loads((folder / "model.json").read_text())
+        assert (folder / "model.safetensors").is_file() and not (folder / "replicates").exists()
+        assert description["train"]["seed"] == 5 and description["train"]["replicates"] == 1
+    summary = pd.read_csv(results / "summary.tsv", sep="\t").set_index(["cell_line", "model"])
+    assert summary.loc[("demo_a", "linear_once"), "replicates"] == 1
+    assert summary.loc[("demo_a", "linear"), "replicates"] == 2
+
+
+def test_replicates_given_per_model_train_only_that_model_as_replicates(tmp_path):
+    config = tiny_config()
+    config["models"] = {
+        "linear": {"attention": "linear", **TINY_MODEL, "replicates": 3},
+        "softmax": {"attention": "softmax", **TINY_MODEL},
+    }
+    folder = copy_workflow(tmp_path, config)
+    dry = snakemake(folder, "-n")
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    planned = job_counts(dry.stdout)
+    assert planned["train_replicate"] == len(CELLS) * 3 and planned["ensemble"] == len(CELLS)
+    assert planned["train"] == len(CELLS)  # softmax: train.replicates 1
+    assert planned["evaluate_replicated"] == len(CELLS) and planned["evaluate"] == len(CELLS)
+    assert "cell=demo_a, model=linear, replicate=3" in dry.stdout
+
+
+def test_replicated_models_of_different_counts_are_refused_naming_both(tmp_path):
+    config = tiny_config()
+    config["models"] = {
+        "linear": {"attention": "linear", **TINY_MODEL, "replicates": 3},
+        "softmax": {"attention": "softmax", **TINY_MODEL},
+    }
+    config["train"]["replicates"] = 2
+    folder = copy_workflow(tmp_path, config)
+    dry = snakemake(folder, "-n")
+    assert dry.returncode != 0
+    message = dry.stdout + dry.stderr  # snakemake prints a Snakefile's error on stdout
+    assert "linear 3, softmax 2" in message and "replicates: 1" in message

@@ -73,10 +73,15 @@ if set(MODELS) & set(BASELINES):
     )
 
 
+# Keys of a `models:` entry that say how the model is trained, not what it is: `pooled` (on
+# every cell line) and `replicates` (the model's own train.replicates).
+MODEL_TRAINING_KEYS = ("pooled", "replicates")
+
+
 def model_config(model):
     """The model's architecture, as ModelConfig's keyword arguments (`pooled` says what it is trained on, not what it
     is); a span model's positions reach over the longest span windows.max_span allows."""
-    settings = {key: value for key, value in config["models"][model].items() if key != "pooled"}
+    settings = {key: value for key, value in config["models"][model].items() if key not in MODEL_TRAINING_KEYS}
     return with_span_positions(settings, config["windows"]["max_span"])
 
 
@@ -98,16 +103,36 @@ def windows_params():
 
 
 SPAN_ONLY_TRAIN_KEYS = ("max_tokens_per_batch",)
-# Replicates (train.replicates > 1): each (cell line, model) is trained once per replicate, in
-# {model folder}/replicates/{1..N}/, and its folder holds the ensemble's model.json (rule ensemble).
-REPLICATES = replicate_names(config["train"].get("replicates", 1))  # folder names; [] for one model
-REPLICATE = "replicates/{replicate}/" if REPLICATES else ""  # in the train rule's paths, after the model folder's
+# Replicates (train.replicates, or a model's own `replicates`, > 1): each (cell line, model) is
+# trained once per replicate, in {model folder}/replicates/{1..N}/, and its folder holds the
+# ensemble's model.json (rule ensemble). One N for every replicated model of a run.
+
+
+def replicate_count(model):
+    """How many times a model is trained: its own `replicates`, else train.replicates."""
+    return int(config["models"][model].get("replicates", config["train"].get("replicates", 1)))
+
+
+REPLICATED_MODELS = [name for name in MODELS if replicate_count(name) > 1]
+_counts = {name: replicate_count(name) for name in REPLICATED_MODELS}
+if len(set(_counts.values())) > 1:
+    raise ValueError(
+        "models: replicated models must share one replicate count (a model's `replicates`, else train.replicates): "
+        + ", ".join(f"{name} {count}" for name, count in _counts.items())
+        + ". Give each either that count or replicates: 1."
+    )
+REPLICATES = replicate_names(max(_counts.values(), default=1))  # folder names of a replicated model's replicates
 REPLICATE_NUMBERS = [str(number) for number in range(1, len(REPLICATES) + 1)]  # the {replicate} wildcard's values
+
+
+def replicates_of(model):
+    """A model's replicate folders, relative to its folder: REPLICATES if it is replicated, else none."""
+    return REPLICATES if model in REPLICATED_MODELS else []
 
 
 def checkpoint_dir(folder, wildcards):
     """Where a training job keeps its checkpoint (outside the outputs, which a failed job loses): one per replicate."""
-    replicate = [f"replicates/{wildcards.replicate}"] if REPLICATES else []
+    replicate = [f"replicates/{wildcards.replicate}"] if wildcards.get("replicate") else []
     return os.path.join(".epiformer-checkpoints", folder, *replicate)
 
 
@@ -125,12 +150,12 @@ def train_params(model, replicate=None):
 def model_weights(cell, model):
     """The weight files a model folder loads: its model.safetensors, or each replicate's."""
     folder = model_dir(cell, model)
-    return [f"{folder}/{name}/model.safetensors" for name in REPLICATES] or [f"{folder}/model.safetensors"]
+    return [f"{folder}/{name}/model.safetensors" for name in replicates_of(model)] or [f"{folder}/model.safetensors"]
 
 
-def train_logs(folder):
-    """The training logs of a model folder: its own, or each replicate's."""
-    return [f"{folder}/{name}/train_log.tsv" for name in REPLICATES] or [f"{folder}/train_log.tsv"]
+def train_logs(folder, model):
+    """The training logs of a model's folder: its own, or each replicate's."""
+    return [f"{folder}/{name}/train_log.tsv" for name in replicates_of(model)] or [f"{folder}/train_log.tsv"]
 
 
 def scoring_tokens(model):

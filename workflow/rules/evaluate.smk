@@ -6,11 +6,13 @@ rule evaluate:
     output:
         predictions="results/{cell}/{model}/predictions.tsv",
         metrics="results/{cell}/{model}/metrics.json",
-        replicates=[f"results/{{cell}}/{{model}}/{name}/predictions.tsv" for name in REPLICATES],
+        replicates=[],  # each replicate's, for a replicated model (evaluate_replicated)
     log:
         "logs/{cell}/{model}/evaluate.log",
     benchmark:
         "logs/{cell}/{model}/evaluate.usage.tsv"
+    wildcard_constraints:
+        model=regex_of([name for name in MODELS if name not in REPLICATED_MODELS]),
     conda:
         "../../envs/pytorch.yaml"
     threads: 1
@@ -25,3 +27,12 @@ rule evaluate:
         device=lambda wildcards: scoring_device(wildcards.model),
     script:
         "../../scripts/evaluate.py"
+
+
+use rule evaluate as evaluate_replicated with:
+    output:
+        predictions="results/{cell}/{model}/predictions.tsv",
+        metrics="results/{cell}/{model}/metrics.json",
+        replicates=[f"results/{{cell}}/{{model}}/{name}/predictions.tsv" for name in REPLICATES],
+    wildcard_constraints:
+        model=regex_of(REPLICATED_MODELS),

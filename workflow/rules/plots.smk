@@ -35,7 +35,7 @@ rule plot_test_set:
 
 rule plot_training:
     input:
-        log_tables=lambda wildcards: train_logs(f"results/{wildcards.cell}/{wildcards.model}"),
+        log_tables=lambda wildcards: train_logs(f"results/{wildcards.cell}/{wildcards.model}", wildcards.model),
         description="results/{cell}/{model}/model.json",
     output:
         png=report(
@@ -61,7 +61,7 @@ rule plot_training:
 
 use rule plot_training as plot_training_pooled with:
     input:
-        log_tables=lambda wildcards: train_logs(f"results/pooled/{wildcards.model}"),
+        log_tables=lambda wildcards: train_logs(f"results/pooled/{wildcards.model}", wildcards.model),
         description="results/pooled/{model}/model.json",
     output:
         png=report(

@@ -1,21 +1,20 @@
-# One training job per (cell line, model), or per replicate of it when train.replicates > 1
-# (REPLICATE in the paths; rule ensemble then writes the model folder's model.json).
+# One training job per (cell line, model), or per replicate of a replicated model (REPLICATED_MODELS:
+# train.replicates or the model's own `replicates` > 1; rule ensemble then writes its folder's model.json).
 
 
 rule train:
     input:
         shards=lambda wildcards: get_shards(wildcards.cell, wildcards.model),
     output:
-        weights=f"results/{{cell}}/{{model}}/{REPLICATE}model.safetensors",
-        description=f"results/{{cell}}/{{model}}/{REPLICATE}model.json",
-        log_table=f"results/{{cell}}/{{model}}/{REPLICATE}train_log.tsv",
+        weights="results/{cell}/{model}/model.safetensors",
+        description="results/{cell}/{model}/model.json",
+        log_table="results/{cell}/{model}/train_log.tsv",
     log:
-        f"logs/{{cell}}/{{model}}/{REPLICATE}train.log",
+        "logs/{cell}/{model}/train.log",
     benchmark:
-        f"logs/{{cell}}/{{model}}/{REPLICATE}train.usage.tsv"
+        "logs/{cell}/{model}/train.usage.tsv"
     wildcard_constraints:
-        model=regex_of(CELL_MODELS),
-        replicate=regex_of(REPLICATE_NUMBERS),
+        model=regex_of([name for name in CELL_MODELS if name not in REPLICATED_MODELS]),
     conda:
         "../../envs/pytorch.yaml"
     # One set of threads per data-parallel process, and one GPU each unless device is cpu
@@ -42,16 +41,15 @@ use rule train as train_pooled with:
     input:
         shards=expand("results/{cell}/shards", cell=CELL_LINES),
     output:
-        weights=f"results/pooled/{{model}}/{REPLICATE}model.safetensors",
-        description=f"results/pooled/{{model}}/{REPLICATE}model.json",
-        log_table=f"results/pooled/{{model}}/{REPLICATE}train_log.tsv",
+        weights="results/pooled/{model}/model.safetensors",
+        description="results/pooled/{model}/model.json",
+        log_table="results/pooled/{model}/train_log.tsv",
     log:
-        f"logs/pooled/{{model}}/{REPLICATE}train.log",
+        "logs/pooled/{model}/train.log",
     benchmark:
-        f"logs/pooled/{{model}}/{REPLICATE}train.usage.tsv"
+        "logs/pooled/{model}/train.usage.tsv"
     wildcard_constraints:
-        model=regex_of(POOLED_MODELS),
-        replicate=regex_of(REPLICATE_NUMBERS),
+        model=regex_of([name for name in POOLED_MODELS if name not in REPLICATED_MODELS]),
     params:
         model=lambda wildcards: model_config(wildcards.model),
         train=lambda wildcards: train_params(wildcards.model, wildcards.get("replicate")),
@@ -59,7 +57,36 @@ use rule train as train_pooled with:
         checkpoint_dir=lambda wildcards: checkpoint_dir(f"pooled/{wildcards.model}", wildcards),
 
 
-if REPLICATES:
+# One replicate of a replicated model: the same job in the model folder's replicates/{1..N}/.
+use rule train as train_replicate with:
+    output:
+        weights="results/{cell}/{model}/replicates/{replicate}/model.safetensors",
+        description="results/{cell}/{model}/replicates/{replicate}/model.json",
+        log_table="results/{cell}/{model}/replicates/{replicate}/train_log.tsv",
+    log:
+        "logs/{cell}/{model}/replicates/{replicate}/train.log",
+    benchmark:
+        "logs/{cell}/{model}/replicates/{replicate}/train.usage.tsv"
+    wildcard_constraints:
+        model=regex_of([name for name in CELL_MODELS if name in REPLICATED_MODELS]),
+        replicate=regex_of(REPLICATE_NUMBERS),
+
+
+use rule train_pooled as train_pooled_replicate with:
+    output:
+        weights="results/pooled/{model}/replicates/{replicate}/model.safetensors",
+        description="results/pooled/{model}/replicates/{replicate}/model.json",
+        log_table="results/pooled/{model}/replicates/{replicate}/train_log.tsv",
+    log:
+        "logs/pooled/{model}/replicates/{replicate}/train.log",
+    benchmark:
+        "logs/pooled/{model}/replicates/{replicate}/train.usage.tsv"
+    wildcard_constraints:
+        model=regex_of([name for name in POOLED_MODELS if name in REPLICATED_MODELS]),
+        replicate=regex_of(REPLICATE_NUMBERS),
+
+
+if REPLICATED_MODELS:
 
     # The ensemble of a model's replicates: its model.json (training/replicates.py), which every
     # tool that loads a model folder reads as the replicates' mean probability.
@@ -73,7 +100,7 @@ if REPLICATES:
         log:
             "logs/{cell}/{model}/ensemble.log",
         wildcard_constraints:
-            model=regex_of(CELL_MODELS),
+            model=regex_of([name for name in CELL_MODELS if name in REPLICATED_MODELS]),
         conda:
             "../../envs/analysis.yaml"
         threads: 1
@@ -93,4 +120,4 @@ if REPLICATES:
         log:
             "logs/pooled/{model}/ensemble.log",
         wildcard_constraints:
-            model=regex_of(POOLED_MODELS),
+            model=regex_of([name for name in POOLED_MODELS if name in REPLICATED_MODELS]),
