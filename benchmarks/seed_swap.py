@@ -38,6 +38,7 @@ from seed_lottery import recipe
 
 import epiformer.training.train as training
 from epiformer.model.configs import ModelConfig, TrainConfig, with_span_positions
+from epiformer.model.transformer import EPITransformer
 from epiformer.sequence.motifs import bundled_jaspar_path, read_jaspar
 
 # The stem; the blocks, final norm and head (the segment embedding stays the --init seed's).
@@ -52,17 +53,16 @@ def initial_weights(config: ModelConfig, seed: int) -> dict[str, torch.Tensor]:
     """The parameters a training run of `seed` starts from."""
     state = torch.random.get_rng_state()
     training.seed_everything(seed)
-    model = training.EPITransformer(config)
+    model = EPITransformer(config)
     torch.random.set_rng_state(state)
     return {name: value.detach().clone() for name, value in model.state_dict().items()}
 
 
 def patched_model(init: int, part: str | None, part_from: int | None, stem_scale: float):
     """The training loop's model class, built from seed `init` with `part` from `part_from` and the stem scaled."""
-    build = training.EPITransformer
 
     def build_model(config: ModelConfig):
-        model = build(config)
+        model = EPITransformer(config)
         weights = initial_weights(config, init)
         if part is not None:
             donor = initial_weights(config, part_from)
