@@ -1,0 +1,140 @@
+"""The delta rule and the gated delta rule (DeltaNet, Gated DeltaNet) as pure functions: causal scans.
+
+Shapes as in `epiformer.model.ops`: q, k, v are [B, H, T, D]; `key_padding_mask` is bool
+[B, T], True at padding. `beta` [B, H, T] is each token's writing strength in (0, 1) and, for
+the gated rule, `decay` [B, H, T] how much of the state each token keeps, in (0, 1].
+q and k are L2-normalised per head here (Yang et al. 2024: with them the state stays bounded,
+and in Gated DeltaNet's ablation the normalisation mattered more than the feature map); q is
+then scaled by D^-1/2, as flash-linear-attention's kernels do by default.
+
+The recurrence, with state S [D, D] (keys by values), per token t:
+
+    S <- decay_t S                                   (gated rule only)
+    S <- S + beta_t k_t (v_t - S^T k_t)^T            (the delta rule: correct S toward v_t)
+    o_t = S^T q_t
+
+A padded token neither writes nor is read: its beta is 0 and its decay 1, so it leaves the
+state as it was; its own output is defined but meaningless (the model pools valid tokens only).
+
+`delta_rule` and `gated_delta_rule` compute this chunk by chunk (Yang et al. 2024, "Parallelizing
+linear transformers with the delta rule over sequence length"): within a chunk of C tokens the
+updates are gathered in the WY / UT form, one triangular solve of [C, C] and matrix products;
+a Python loop runs over the T / C chunks only, carrying the state between them. O(T (C + D) D)
+time, no T x T tensor. Gradients come from autograd through these products. The `naive_*`
+functions run the recurrence token by token: references for tests, never for the model.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+CHUNK = 64  # tokens per chunk: fla's default for these kernels
+NORM_EPS = 1e-6  # of the L2 normalisation (a zero vector, e.g. a padded key, stays zero)
+
+
+def delta_rule(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    beta: torch.Tensor,
+    key_padding_mask: torch.Tensor | None = None,
+    chunk_size: int = CHUNK,
+) -> torch.Tensor:
+    """The causal delta rule (module docstring), chunked: [B, H, T, D] in q's dtype."""
+    return gated_delta_rule(q, k, v, beta, None, key_padding_mask, chunk_size)
+
+
+def gated_delta_rule(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    beta: torch.Tensor,
+    decay: torch.Tensor | None,
+    key_padding_mask: torch.Tensor | None = None,
+    chunk_size: int = CHUNK,
+) -> torch.Tensor:
+    """The causal gated delta rule (module docstring), chunked; `decay` None is the plain delta rule.
+
+    Computed in (at least) float32 even under autocast, as linear attention is: the state is
+    a running sum over every token. Returns [B, H, T, D] in q's dtype.
+    """
+    dtype = q.dtype
+    compute = torch.promote_types(dtype, torch.float32)
+    with torch.autocast(device_type=q.device.type, enabled=False):
+        q, k, v, beta, log_decay = _prepared(q, k, v, beta, decay, key_padding_mask, compute)
+        out = _chunked(q, k, v, beta, log_decay, chunk_size)
+    return out.to(dtype)
+
+
+def _prepared(q, k, v, beta, decay, key_padding_mask, compute):
+    """q, k normalised (q scaled), and beta 0 and log decay 0 at padding: a padded token leaves the state alone."""
+    q = F.normalize(q.to(compute), dim=-1, eps=NORM_EPS) * q.shape[-1] ** -0.5
+    k = F.normalize(k.to(compute), dim=-1, eps=NORM_EPS)
+    v, beta = v.to(compute), beta.to(compute)
+    log_decay = torch.zeros_like(beta) if decay is None else torch.log(decay.to(compute))
+    if key_padding_mask is not None:
+        padding = key_padding_mask[:, None, :]  # (B, 1, T)
+        k = k.masked_fill(padding[..., None], 0.0)
+        beta = beta.masked_fill(padding, 0.0)
+        log_decay = log_decay.masked_fill(padding, 0.0)
+    return q, k, v, beta, log_decay
+
+
+def _chunked(q, k, v, beta, log_decay, chunk_size: int) -> torch.Tensor:
+    """The gated delta rule over chunks of `chunk_size` tokens (the sequence padded with tokens that do nothing)."""
+    batch, heads, length, dim = q.shape
+    tail = -length % chunk_size
+    if tail:  # beta 0 and log decay 0: the padding tokens neither write nor decay
+        q, k, v = (F.pad(x, (0, 0, 0, tail)) for x in (q, k, v))
+        beta, log_decay = F.pad(beta, (0, tail)), F.pad(log_decay, (0, tail))
+    chunks = q.shape[2] // chunk_size
+    q, k, v = (x.view(batch, heads, chunks, chunk_size, dim) for x in (q, k, v))
+    beta, log_decay = (x.view(batch, heads, chunks, chunk_size) for x in (beta, log_decay))
+
+    gamma = log_decay.cumsum(-1)  # (B, H, N, C): log of the decay from the chunk's start to each token
+    # decay_between[i, j] = exp(gamma_i - gamma_j) for j <= i: what token j's write keeps at token i.
+    lower = torch.ones(chunk_size, chunk_size, dtype=torch.bool, device=q.device).tril()
+    decay_between = torch.exp((gamma[..., :, None] - gamma[..., None, :]).masked_fill(~lower, -torch.inf))
+    k_beta = k * beta[..., None]
+    # The UT transform: T = (I + strictly_lower(diag(beta) K K^T * decay))^-1, one triangular solve.
+    interactions = (k_beta @ k.transpose(-1, -2) * decay_between).tril(-1)
+    identity = torch.eye(chunk_size, dtype=q.dtype, device=q.device)
+    transform = torch.linalg.solve_triangular(
+        identity + interactions, identity.expand_as(interactions), upper=False, unitriangular=True
+    )
+    u = transform @ (v * beta[..., None])  # what each token writes, given the chunk's earlier tokens
+    w = transform @ (k_beta * gamma.exp()[..., None])  # how each token's write reads the chunk's initial state
+    scores = q @ k.transpose(-1, -2) * decay_between  # (B, H, N, C, C), causal within the chunk (diagonal kept)
+    q_decayed = q * gamma.exp()[..., None]
+    k_to_end = k * torch.exp(gamma[..., -1:] - gamma)[..., None]  # each key's write, decayed to the chunk's end
+
+    state = q.new_zeros(batch, heads, dim, v.shape[-1])
+    outputs = []
+    for chunk in range(chunks):
+        written = u[:, :, chunk] - w[:, :, chunk] @ state  # (B, H, C, D)
+        outputs.append(q_decayed[:, :, chunk] @ state + scores[:, :, chunk] @ written)
+        kept = state * gamma[:, :, chunk, -1].exp()[..., None, None]  # the state decayed across the chunk
+        state = kept + k_to_end[:, :, chunk].transpose(-1, -2) @ written
+    out = torch.stack(outputs, dim=2).view(batch, heads, chunks * chunk_size, -1)
+    return out[:, :, :length]
+
+
+def naive_delta_rule(q, k, v, beta, key_padding_mask=None) -> torch.Tensor:
+    """The delta rule token by token: the reference `delta_rule` is tested against."""
+    return naive_gated_delta_rule(q, k, v, beta, None, key_padding_mask)
+
+
+def naive_gated_delta_rule(q, k, v, beta, decay, key_padding_mask=None) -> torch.Tensor:
+    """The gated delta rule token by token (module docstring's recurrence): the reference for tests."""
+    compute = torch.promote_types(q.dtype, torch.float32)
+    q, k, v, beta, log_decay = _prepared(q, k, v, beta, decay, key_padding_mask, compute)
+    state = q.new_zeros(q.shape[0], q.shape[1], q.shape[-1], v.shape[-1])
+    outputs = []
+    for t in range(q.shape[2]):
+        state = state * log_decay[:, :, t].exp()[..., None, None]
+        key = k[:, :, t]
+        error = v[:, :, t] - (state * key[..., None]).sum(-2)  # v_t - S^T k_t
+        state = state + beta[:, :, t][..., None, None] * key[..., None] * error[..., None, :]
+        outputs.append((state * q[:, :, t][..., None]).sum(-2))  # S^T q_t
+    return torch.stack(outputs, dim=2)
