@@ -38,6 +38,7 @@ LAYERS = {
 NEEDS_TORCH = {
     "epiformer.data.batches",
     "epiformer.model.ops",
+    "epiformer.model.delta_rule",
     "epiformer.model.transformer",
     "epiformer.model.ensemble",
     "epiformer.inference.devices",

@@ -5,8 +5,16 @@ import pytest
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from epiformer.model.configs import ATTENTIONS, DELTA_RULES
 from epiformer.model.ops import linear_attention, softmax_attention
-from epiformer.model.transformer import EPITransformer, ModelConfig, count_parameters, distance_features, patch_max
+from epiformer.model.transformer import (
+    HALF_LIVES,
+    EPITransformer,
+    ModelConfig,
+    count_parameters,
+    distance_features,
+    patch_max,
+)
 from tests.helpers import quadratic_tensors, tensor_shapes_during
 
 
@@ -22,7 +30,7 @@ SPAN_READOUTS = [READOUTS[0], READOUTS[1], READOUTS[4], READOUTS[6]]
 
 
 @pytest.mark.parametrize("stem, pool, element_pool", READOUTS)
-@pytest.mark.parametrize("attention", ["linear", "softmax"])
+@pytest.mark.parametrize("attention", ATTENTIONS)
 @pytest.mark.parametrize("patch, kernel", [(1, 1), (4, 12), (3, 4)])
 def test_output_does_not_change_when_padding_is_added(attention, patch, kernel, stem, pool, element_pool):
     torch.manual_seed(0)
@@ -64,7 +72,7 @@ def test_linear_and_softmax_twins_differ_only_in_attention():
         assert not torch.allclose(linear(enhancer, promoter), softmax(enhancer, promoter), atol=1e-4)
 
 
-@pytest.mark.parametrize("attention, forms_t_by_t", [("linear", False), ("softmax", True)])
+@pytest.mark.parametrize("attention, forms_t_by_t", [(name, name == "softmax") for name in ATTENTIONS])
 def test_only_the_softmax_twin_forms_t_by_t_attention_weights(attention, forms_t_by_t):
     """A whole forward and backward pass at T = 4,096 tokens (one a base), 256 times the head size."""
     torch.manual_seed(0)
@@ -133,7 +141,7 @@ def span_input(length, seed, first_end, second_start):
 
 
 @pytest.mark.parametrize("stem, pool, element_pool", SPAN_READOUTS)
-@pytest.mark.parametrize("attention", ["linear", "softmax"])
+@pytest.mark.parametrize("attention", ATTENTIONS)
 def test_a_span_padded_in_a_batch_of_longer_spans_scores_as_alone(attention, stem, pool, element_pool):
     model = span_model(attention, stem=stem, pool=pool, element_pool=element_pool)
     short, long = span_input(37, 1, 8, 29), span_input(64, 2, 8, 52)
@@ -459,7 +467,7 @@ def test_the_conv_tower_reaches_the_patch_with_a_quarter_of_the_filters_at_every
 
 
 @pytest.mark.parametrize("patch", [32, 128])
-@pytest.mark.parametrize("attention", ["linear", "softmax"])
+@pytest.mark.parametrize("attention", ATTENTIONS)
 def test_a_span_scores_the_same_alone_as_padded_by_a_conv_tower(attention, patch):
     model = tower_model(patch, attention)
     short, long = span_input(1001, 1, 300, 700), span_input(2600, 2, 300, 2200)
@@ -495,3 +503,38 @@ def test_a_conv_tower_recomputes_long_batches_to_the_same_loss_and_gradients(mon
     torch.testing.assert_close(recomputed_loss, loss, atol=1e-6, rtol=1e-6)
     for name, grad in grads.items():
         torch.testing.assert_close(recomputed_grads[name], grad, atol=1e-6, rtol=1e-5, msg=name)
+
+
+@pytest.mark.parametrize("attention", DELTA_RULES)
+def test_a_delta_rule_model_is_the_linear_model_with_each_heads_beta_and_decay(attention):
+    torch.manual_seed(0)
+    config = ModelConfig(attention=attention, d_model=16, n_heads=4, d_ff=32, patch_size=4, kernel_size=8)
+    delta, linear = EPITransformer(config).eval(), EPITransformer(replace(config, attention="linear")).eval()
+    extra = {name: p.shape for name, p in delta.named_parameters()}.items() - {
+        name: p.shape for name, p in linear.named_parameters()
+    }.items()
+    added = {"beta"} | ({"decay"} if attention == "gated_deltanet" else set())
+    assert {name.split(".")[-2] for name, _ in extra} == added  # per block: a [H, D] map and its bias each
+    assert count_parameters(delta) - count_parameters(linear) == config.n_layers * len(added) * (16 + 1) * 4
+    if attention == "gated_deltanet":
+        layer = delta.blocks[0].attention
+        rate = torch.nn.functional.softplus(layer.decay.bias)  # -log(decay) of a token that adds nothing
+        half_lives = torch.log(torch.tensor(2.0)) / rate
+        torch.testing.assert_close(half_lives[[0, -1]], torch.tensor(HALF_LIVES), rtol=1e-4, atol=0)
+    enhancer, promoter = one_hot(2, 40, 1), one_hot(2, 32, 2)
+    logits = delta(enhancer, promoter)
+    assert logits.shape == (2,) and torch.isfinite(logits).all()
+
+
+@pytest.mark.parametrize("attention", DELTA_RULES)
+def test_a_delta_rule_model_reads_both_ways(attention):
+    # A base changed near the end of the enhancer moves the enhancer's first tokens only through the backward scan.
+    torch.manual_seed(0)
+    config = ModelConfig(attention=attention, d_model=16, n_heads=2, n_layers=1, d_ff=32, patch_size=4, kernel_size=4)
+    layer = EPITransformer(config).blocks[0].attention.eval()
+    x = torch.randn(1, 12, 16)
+    changed = x.clone()
+    changed[0, -1] += 1.0
+    with torch.no_grad():
+        first, again = layer(x, None), layer(changed, None)
+    assert not torch.allclose(first[0, 0], again[0, 0])  # the first token read the last one

@@ -43,6 +43,7 @@ def long_run(tmp_path_factory):
         "linear": {"attention": "linear", **TINY_MODEL},
         "linear_span": {"attention": "linear", **SPAN_MODEL},
         "softmax_span": {"attention": "softmax", **SPAN_MODEL},
+        "gated_deltanet_span": {"attention": "gated_deltanet", **SPAN_MODEL},  # the delta rules take every tool too
     }
     config["train"].update(max_tokens_per_batch=2_000)
     config["baselines"]["names"] = ["distance"]
@@ -100,14 +101,15 @@ def test_summary_has_the_input_column_the_ceiling_and_the_cost_figure(long_run):
     assert_figure(long_run / "plots" / "cost.png")
 
 
-def test_epiformer_predict_scores_a_span_model_as_the_workflow_did(long_run, tmp_path):
+@pytest.mark.parametrize("model", ["linear_span", "gated_deltanet_span"])
+def test_epiformer_predict_scores_a_span_model_as_the_workflow_did(long_run, tmp_path, model):
     """The whole pairs file through `epiformer predict`: every test pair scored as evaluation scored it (1e-6),
     in batches of another size; pairs whose span is longer than the model's max_span left unscored, by reason."""
     import subprocess
     import sys
 
     folder = long_run.parent
-    model_dir = long_run / "demo_long" / "linear_span"
+    model_dir = long_run / "demo_long" / model
     run = subprocess.run(
         [sys.executable, "-m", "epiformer.cli", "predict", "--model", str(model_dir),
          "--genome", str(folder / "resources/demo_long/genome.fa"),

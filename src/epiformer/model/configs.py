@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-ATTENTIONS = ("linear", "softmax")
+# linear: M7's ELU+1 kernel; softmax: its twin; deltanet and gated_deltanet: the delta rule and the
+# gated delta rule, each scanned forward and backward (model.delta_rule).
+ATTENTIONS = ("linear", "softmax", "deltanet", "gated_deltanet")
+DELTA_RULES = ("deltanet", "gated_deltanet")
 INPUTS = ("elements", "span")  # the two element windows, or one sequence from the first to the second
 # How bases become tokens: M7's linear projection, or filters and each channel's largest response
 # in a patch, through ReLU (conv) or exp (conv_exp), or a tower of convolutions and pooling that
@@ -30,7 +33,7 @@ RECOMPUTE_TOKENS = 65_536
 class ModelConfig:
     """The Transformer's architecture: `models.<name>` of the config, less `pooled`."""
 
-    attention: str = "linear"  # "linear" (M7, ELU+1 kernel) or "softmax" (the baseline)
+    attention: str = "linear"  # "linear" (M7, ELU+1 kernel), "softmax" (the baseline), "deltanet", "gated_deltanet"
     d_model: int = 128
     n_layers: int = 4
     n_heads: int = 8

@@ -120,6 +120,29 @@ def _chunked(q, k, v, beta, log_decay, chunk_size: int) -> torch.Tensor:
     return out[:, :, :length]
 
 
+def bidirectional_delta_rule(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    beta: torch.Tensor,
+    decay: torch.Tensor | None = None,
+    key_padding_mask: torch.Tensor | None = None,
+    chunk_size: int = CHUNK,
+) -> torch.Tensor:
+    """The (gated, with `decay`) delta rule run forward and backward over the sequence, averaged.
+
+    DNA has no direction, and a causal scan lets a token read only what precedes it: the
+    backward scan, the same rule over the reversed sequence (as Caduceus runs Mamba both
+    ways), lets it read what follows. Both share q, k, v, beta and decay. Padding at either
+    end, reversed, still neither writes nor is read. [B, H, T, D] in q's dtype.
+    """
+    forward = gated_delta_rule(q, k, v, beta, decay, key_padding_mask, chunk_size)
+    reverse = [x.flip(2) for x in (q, k, v, beta)]
+    mask = None if key_padding_mask is None else key_padding_mask.flip(1)
+    backward = gated_delta_rule(*reverse, None if decay is None else decay.flip(2), mask, chunk_size).flip(2)
+    return (forward + backward) / 2
+
+
 def naive_delta_rule(q, k, v, beta, key_padding_mask=None) -> torch.Tensor:
     """The delta rule token by token: the reference `delta_rule` is tested against."""
     return naive_gated_delta_rule(q, k, v, beta, None, key_padding_mask)

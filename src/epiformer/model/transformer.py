@@ -44,7 +44,8 @@ from torch.autograd.function import once_differentiable
 from torch.utils.checkpoint import checkpoint
 
 from epiformer.constants import ELEMENTS, SEGMENT_IDS
-from epiformer.model.configs import RECOMPUTE_TOKENS, TOWER_FIRST_POOL, ModelConfig
+from epiformer.model.configs import DELTA_RULES, RECOMPUTE_TOKENS, TOWER_FIRST_POOL, ModelConfig
+from epiformer.model.delta_rule import bidirectional_delta_rule
 from epiformer.model.ops import linear_attention, softmax_attention
 
 ATTENTION = {"linear": linear_attention, "softmax": softmax_attention}
@@ -279,7 +280,7 @@ class Attention(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.n_heads = config.n_heads
-        self.attend = ATTENTION[config.attention]
+        self.attend = ATTENTION.get(config.attention)
         self.qkv = nn.Linear(config.d_model, 3 * config.d_model)
         self.out = nn.Linear(config.d_model, config.d_model)
 
@@ -291,13 +292,54 @@ class Attention(nn.Module):
         return self.out(y.transpose(1, 2).reshape(batch, length, dim))
 
 
+HALF_LIVES = (8.0, 4096.0)  # tokens: the gated delta rule's heads start with decays spread between these
+
+
+class DeltaAttention(Attention):
+    """Attention by the delta rule (`deltanet`) or the gated delta rule (`gated_deltanet`), scanned both ways.
+
+    Beside the QKV and output projections, each head gets its writing strength beta =
+    sigmoid(a linear map of the token) (fla's DeltaNet) and, gated, its decay =
+    exp(-softplus(another)), whose rate -log(decay) moves by a factor, not by an amount,
+    whatever its size (as Mamba's and Gated DeltaNet's gates are made). The decay's bias
+    starts each head at its own half-life, spread geometrically over HALF_LIVES, so that some
+    heads start with a short memory and some with a long one (as RetNet's heads do).
+    `model.delta_rule.bidirectional_delta_rule` is the op.
+    """
+
+    def __init__(self, config: ModelConfig):
+        super().__init__(config)
+        self.attend = None  # the op takes beta and decay: `forward` calls it
+        self.beta = nn.Linear(config.d_model, config.n_heads)
+        self.decay = nn.Linear(config.d_model, config.n_heads) if config.attention == "gated_deltanet" else None
+        if self.decay is not None:
+            half_lives = torch.logspace(*(math.log10(h) for h in HALF_LIVES), config.n_heads)
+            rate = math.log(2.0) / half_lives  # -log(decay) per token: half is left after a half-life
+            with torch.no_grad():
+                self.decay.weight.mul_(0.1)  # the token moves the rate around its head's start, a little at first
+                self.decay.bias.copy_(torch.log(torch.expm1(rate)))  # softplus(bias) = rate
+
+    def forward(self, x: torch.Tensor, padding: torch.Tensor | None) -> torch.Tensor:
+        batch, length, dim = x.shape
+        q, k, v = self.qkv(x).view(batch, length, 3, self.n_heads, dim // self.n_heads).permute(2, 0, 3, 1, 4)
+        beta = torch.sigmoid(self.beta(x)).transpose(1, 2)  # (B, H, T)
+        decay = None if self.decay is None else torch.exp(-F.softplus(self.decay(x))).transpose(1, 2)
+        y = bidirectional_delta_rule(q, k, v, beta, decay, key_padding_mask=padding)  # (B, H, T, D/H)
+        return self.out(y.transpose(1, 2).reshape(batch, length, dim))
+
+
+def attention_layer(config: ModelConfig) -> nn.Module:
+    """The attention layer the config names: M7's or softmax's (`Attention`), or a delta rule's."""
+    return DeltaAttention(config) if config.attention in DELTA_RULES else Attention(config)
+
+
 class Block(nn.Module):
     """Pre-norm: x + attn(LN(x)), then x + ffn(LN(x))."""
 
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.norm1, self.norm2 = nn.LayerNorm(config.d_model), nn.LayerNorm(config.d_model)
-        self.attention = Attention(config)
+        self.attention = attention_layer(config)
         self.feed_forward = nn.Sequential(
             nn.Linear(config.d_model, config.d_ff), nn.GELU(), nn.Linear(config.d_ff, config.d_model)
         )
