@@ -133,6 +133,33 @@ def test_no_tensor_grows_with_the_square_of_the_length():
     assert max(math.prod(shape) for _, shape in shapes) <= 2 * 64 * length * 8  # O(T (C + D) D), not T^2
 
 
+VIEWS = {
+    "select",
+    "view",
+    "t",
+    "transpose",
+    "expand",
+    "detach",
+    "slice",
+    "unbind",
+    "as_strided",
+    "permute",
+    "unsqueeze",
+}
+
+
+def work_of(length: int) -> int:
+    """Elements of every tensor the gated rule's forward and backward touch at this length, views left out."""
+    inputs = [x.detach().float().requires_grad_() for x in random_inputs((1, 2, length, 8), True, seed=21)]
+    shapes = tensor_shapes_during(lambda: gated_delta_rule(*inputs, chunk_size=32).sum().backward())
+    return sum(math.prod(shape) for op, shape in shapes if op.split(".")[1] not in VIEWS)
+
+
+def test_the_work_of_forward_and_backward_grows_linearly_with_the_length():
+    # Taking each chunk by indexing inside the loop made the backward write a whole-sequence gradient per chunk.
+    assert work_of(4096) / work_of(1024) < 4.5
+
+
 def test_under_bf16_autocast_the_rule_computes_in_float32():
     inputs = [x.detach().float() for x in random_inputs((1, 2, 50, 8), True, seed=15)]
     reference = gated_delta_rule(*inputs)

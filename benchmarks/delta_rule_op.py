@@ -1,0 +1,101 @@
+"""The delta rules against ELU+1 linear attention and softmax (SDPA): one thread, forward + backward, by length.
+
+Side by side in one run, for each length (batch 1, 4 heads, head size `--dim`), on the same
+q, k, v (and beta, decay), each variant's forward + backward through `torch.autograd.grad`:
+- `linear`: M7's ELU+1 linear attention (`model.ops.linear_attention`);
+- `softmax`: `scaled_dot_product_attention` (PyTorch's CPU kernels), up to `--softmax-max` tokens:
+  its time grows with T^2 (at 100k tokens a forward + backward is ~10^13 multiply-adds);
+- `deltanet`, `gated_deltanet`: the causal scans (`model.delta_rule`), chunks of 64;
+- `deltanet both ways`, `gated_deltanet both ways`: what the model runs (`bidirectional_delta_rule`).
+Times are medians of repeats after a warm-up, variants interleaved so that a busy machine
+slows them alike, in CPU time of the one thread (`time.thread_time`). Then µs per token: a
+constant column is a cost linear in T. Usage:
+
+    python benchmarks/delta_rule_op.py [--lengths 1000 4000 16000 100000] [--dim 16] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+from epiformer.model.delta_rule import bidirectional_delta_rule, delta_rule, gated_delta_rule
+from epiformer.model.ops import linear_attention
+
+HEADS = 4
+
+
+def variants(length: int, dim: int, softmax_max: int) -> dict:
+    """name -> a function running forward + backward once, all on the same numbers."""
+    generator = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, HEADS, length, dim, generator=generator).requires_grad_() for _ in range(3))
+    beta = torch.rand(1, HEADS, length, generator=generator).requires_grad_()
+    decay = (torch.rand(1, HEADS, length, generator=generator) * 0.1 + 0.9).requires_grad_()
+    upstream = torch.randn(1, HEADS, length, dim, generator=generator)
+
+    def run(function, *extra):
+        inputs = (q, k, v, *extra)
+        return lambda: torch.autograd.grad(function(*inputs), inputs, upstream)
+
+    runs = {"linear": run(linear_attention)}
+    if length <= softmax_max:
+        runs["softmax"] = run(F.scaled_dot_product_attention)
+    runs["deltanet"] = run(delta_rule, beta)
+    runs["gated_deltanet"] = run(gated_delta_rule, beta, decay)
+    runs["deltanet both ways"] = run(bidirectional_delta_rule, beta)
+    runs["gated_deltanet both ways"] = run(bidirectional_delta_rule, beta, decay)
+    return runs
+
+
+def time_length(length: int, dim: int, softmax_max: int, repeats: int) -> dict:
+    runs = variants(length, dim, softmax_max)
+    for function in runs.values():
+        function()  # warm-up
+    times = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, function in runs.items():
+            started = time.thread_time()
+            function()
+            times[name].append(time.thread_time() - started)
+    return {name: statistics.median(values) * 1e3 for name, values in times.items()}
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--lengths", type=int, nargs="+", default=[1000, 4000, 16_000, 100_000])
+    parser.add_argument("--dim", type=int, default=16, help="head size (4 heads)")
+    parser.add_argument("--softmax-max", type=int, default=16_000, help="longest length softmax runs at")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="1k and 4k tokens, 3 repeats")
+    args = parser.parse_args(argv)
+    lengths, repeats = ([1000, 4000], 3) if args.quick else (args.lengths, args.repeats)
+    torch.set_num_threads(1)
+    rows = [(length, time_length(length, args.dim, args.softmax_max, repeats)) for length in lengths]
+    names = list(rows[0][1])
+    print(f"forward + backward, 1 thread, batch 1, {HEADS} heads of {args.dim}; ms, median of {repeats}")
+    print_aligned([["T", *names]] + [[length, *(_ms(times.get(n)) for n in names)] for length, times in rows])
+    print("\nµs per token (constant down a column: linear in T); ratio to linear attention at the same T")
+    table = [["T", *names, *(f"{n} / linear" for n in names[1:])]]
+    for length, times in rows:
+        per_token = [_ms(times[n] * 1e3 / length) if n in times else "" for n in names]
+        ratios = [f"{times[n] / times['linear']:.1f}" if n in times else "" for n in names[1:]]
+        table.append([length, *per_token, *ratios])
+    print_aligned(table)
+
+
+def _ms(value) -> str:
+    return "" if value is None else f"{value:.2f}"
+
+
+def print_aligned(table) -> None:
+    widths = [max(len(str(row[i])) for row in table) for i in range(len(table[0]))]
+    for row in table:
+        print("  ".join(str(cell).rjust(width) for cell, width in zip(row, widths)))
+
+
+if __name__ == "__main__":
+    main()
