@@ -30,8 +30,13 @@ def test_the_overlay_plans_four_cell_lines_every_model_and_the_genome_build(tmp_
     counts = job_counts(run.stdout + run.stderr)
     assert counts["targetfinder_genome"] == 1 and "index_genome" not in counts
     assert counts["windows"] == counts["encode"] == len(CELLS)
-    assert counts["train"] == len(CELLS) * (len(models) - len(pooled)) and counts["train_pooled"] == len(pooled)
-    assert counts["evaluate"] == len(CELLS) * len(models) and counts["transfer"] == len(models) - len(pooled)
+    replicates = yaml.safe_load(OVERLAY.read_text())["train"]["replicates"]
+    assert replicates >= 3  # the published table gives each model's spread over replicates
+    per_cell = len(models) - len(pooled)
+    assert counts["train_replicate"] == len(CELLS) * per_cell * replicates and "train" not in counts
+    assert counts["train_pooled_replicate"] == len(pooled) * replicates
+    assert counts["ensemble"] == len(CELLS) * per_cell and counts["ensemble_pooled"] == len(pooled)
+    assert counts["evaluate_replicated"] == len(CELLS) * len(models) and counts["transfer"] == per_cell
     assert {m["attention"] for m in models.values()} == {"linear", "softmax"}
     assert any(m.get("distance") for m in models.values()) and any(not m.get("distance") for m in models.values())
 
@@ -60,7 +65,7 @@ def test_a_short_real_data_training_runs_and_writes_metrics(tmp_path):
     # Small and short; the distance-aware entry shrinks with its sequence-only twin, as the config requires.
     short = {
         "models": {"linear": {**TINY_MODEL, "distance": False}, "linear_distance": {**TINY_MODEL, "distance": True}},
-        "train": {"epochs": 2},
+        "train": {"epochs": 2, "replicates": 1},
         "evaluate": {"bootstrap": 20},
     }
     (tmp_path / "short.yaml").write_text(yaml.safe_dump(short))
