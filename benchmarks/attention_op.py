@@ -132,8 +132,8 @@ def variants(length: int, dim: int, peer) -> dict:
     return runs
 
 
-def time_shape(length: int, dim: int, peer, repeats: int) -> dict:
-    runs = variants(length, dim, peer)
+def median_times(runs: dict, repeats: int) -> dict:
+    """name -> median ms of one thread's CPU time over `repeats`, after a warm-up, the runs interleaved."""
     for run in runs.values():
         run()  # warm-up
     times = {name: [] for name in runs}
@@ -143,6 +143,10 @@ def time_shape(length: int, dim: int, peer, repeats: int) -> dict:
             run()
             times[name].append(time.thread_time() - started)
     return {name: statistics.median(values) * 1e3 for name, values in times.items()}
+
+
+def time_shape(length: int, dim: int, peer, repeats: int) -> dict:
+    return median_times(variants(length, dim, peer), repeats)
 
 
 def repeats_for(length: int, quick: bool) -> int:

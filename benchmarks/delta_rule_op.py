@@ -17,11 +17,10 @@ constant column is a cost linear in T. Usage:
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import torch
 import torch.nn.functional as F
+from attention_op import median_times, print_aligned
 
 from epiformer.model.delta_rule import bidirectional_delta_rule, delta_rule, gated_delta_rule
 from epiformer.model.ops import linear_attention
@@ -52,16 +51,7 @@ def variants(length: int, dim: int, softmax_max: int) -> dict:
 
 
 def time_length(length: int, dim: int, softmax_max: int, repeats: int) -> dict:
-    runs = variants(length, dim, softmax_max)
-    for function in runs.values():
-        function()  # warm-up
-    times = {name: [] for name in runs}
-    for _ in range(repeats):
-        for name, function in runs.items():
-            started = time.thread_time()
-            function()
-            times[name].append(time.thread_time() - started)
-    return {name: statistics.median(values) * 1e3 for name, values in times.items()}
+    return median_times(variants(length, dim, softmax_max), repeats)
 
 
 def main(argv=None) -> None:
@@ -89,12 +79,6 @@ def main(argv=None) -> None:
 
 def _ms(value) -> str:
     return "" if value is None else f"{value:.2f}"
-
-
-def print_aligned(table) -> None:
-    widths = [max(len(str(row[i])) for row in table) for i in range(len(table[0]))]
-    for row in table:
-        print("  ".join(str(cell).rjust(width) for cell, width in zip(row, widths)))
 
 
 if __name__ == "__main__":
