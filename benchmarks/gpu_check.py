@@ -13,13 +13,19 @@
    softmax runs out of memory;
 6. span mode at real scale (benchmarks/genome_scale_spans.py's step 4 on CUDA): one training step
    on one span of 200 kb, 1 Mb and 2 Mb at 4 bp a token (conv_exp) and 32 and 128 bp a token
-   (conv_tower), bf16 autocast: seconds a step (median of 3, after a warm-up) and peak GPU memory.
+   (conv_tower), bf16 autocast: seconds a step (median of 3, after a warm-up) and peak GPU memory;
+7. the delta rules' chunked scan (issue 28) by PyTorch (`model.delta_rule`'s default) and by
+   flash-linear-attention's Triton kernel where fla-core is installed, at 4k-64k tokens and head
+   sizes 8 (the long demo's span model) and 16: forward + backward seconds (median of 3) and the
+   largest difference between the two paths' outputs and gradients (or the error fla raised).
 Usage (shards made here by `make demo`, copied beside the checkout):
     PYTHONPATH=src python3 benchmarks/gpu_check.py --shards results/demo_a/shards results/demo_b/shards --out OUT
 Only the span measurement (also on the CPU, at small sizes, to check the code):
     PYTHONPATH=src python3 benchmarks/gpu_check.py --only-spans --span-tokens 20000 50000 100000
 Only the real-scale span steps (on the CPU too, with --real-scale-lengths 20000 to check the code):
     PYTHONPATH=src python3 benchmarks/gpu_check.py --only-real-scale
+Only the delta-rule kernels (on the CPU it times the PyTorch path alone):
+    PYTHONPATH=src python3 benchmarks/gpu_check.py --only-delta-kernels
 """
 
 from __future__ import annotations
@@ -172,6 +178,51 @@ def real_scale_steps(lengths, device: str, repeats: int = 3) -> list[dict]:
     return rows
 
 
+def delta_kernels(lengths, device: str, repeats: int = 3) -> list[dict]:
+    """The gated delta rule both ways (what the model runs) by the PyTorch path and by fla's kernel."""
+    import os
+    import statistics
+
+    from epiformer.model import delta_rule
+
+    device = torch.device(device)
+    synchronize = torch.cuda.synchronize if device.type == "cuda" else lambda: None
+    paths = ["torch"] + (["fla"] if device.type == "cuda" else [])
+    rows = []
+    for dim in (8, 16):
+        for length in lengths:
+            generator = torch.Generator(device=device).manual_seed(0)
+            shape = (1, 4, length, dim)
+            q, k, v = (torch.randn(shape, generator=generator, device=device).requires_grad_() for _ in range(3))
+            beta = torch.rand(shape[:3], generator=generator, device=device).requires_grad_()
+            decay = (torch.rand(shape[:3], generator=generator, device=device) * 0.1 + 0.9).requires_grad_()
+            upstream = torch.randn(shape, generator=generator, device=device)
+            results = {}
+            for path in paths:
+                os.environ[delta_rule.KERNEL_VARIABLE] = path
+                try:
+                    seconds = []
+                    for repeat in range(repeats + 1):
+                        synchronize()
+                        started = time.perf_counter()
+                        out = delta_rule.bidirectional_delta_rule(q, k, v, beta, decay)
+                        grads = torch.autograd.grad(out, (q, k, v, beta, decay), upstream)
+                        synchronize()
+                        if repeat:  # the first is the warm-up (and Triton's compilation)
+                            seconds.append(time.perf_counter() - started)
+                    results[path] = (statistics.median(seconds), [out, *grads])
+                except Exception as error:  # report fla's refusal (a head size, a dtype) and go on
+                    results[path] = (f"{type(error).__name__}: {str(error)[:160]}", None)
+            os.environ.pop(delta_rule.KERNEL_VARIABLE, None)
+            row = {"head_size": dim, "tokens": length, **{f"{path}_s": result[0] for path, result in results.items()}}
+            if results.get("fla", (0, None))[1] is not None:
+                pairs = zip(results["torch"][1], results["fla"][1])
+                row["max_difference"] = max((a - b).abs().max().item() for a, b in pairs)
+            rows.append(row)
+            print(row, flush=True)
+    return rows
+
+
 def span_table(lengths: list[int], device: str) -> list[dict]:
     rows = []
     for tokens in lengths:
@@ -194,6 +245,8 @@ def main() -> None:
     parser.add_argument("--only-spans", action="store_true", help="only the span measurement (step 5)")
     parser.add_argument("--real-scale-lengths", type=int, nargs="+", default=[200_000, 1_000_000, 2_000_000])
     parser.add_argument("--only-real-scale", action="store_true", help="only the real-scale span steps (step 6)")
+    parser.add_argument("--delta-lengths", type=int, nargs="+", default=[4_000, 16_000, 64_000])
+    parser.add_argument("--only-delta-kernels", action="store_true", help="only the delta-rule kernels (step 7)")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -201,6 +254,10 @@ def main() -> None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
         rows = real_scale_steps(args.real_scale_lengths, device)
         (out / "real_scale_steps.json").write_text(json.dumps(rows, indent=2))
+        return
+    if args.only_delta_kernels:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        (out / "delta_kernels.json").write_text(json.dumps(delta_kernels(args.delta_lengths, device), indent=2))
         return
     if args.only_spans:
         device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -251,6 +308,7 @@ def main() -> None:
             print(results, flush=True)
     results["span_training"] = span_table(args.span_tokens, "cuda")
     results["real_scale_steps"] = real_scale_steps(args.real_scale_lengths, "cuda")
+    results["delta_kernels"] = delta_kernels(args.delta_lengths, "cuda")
     (out / "gpu_train.json").write_text(json.dumps(results, indent=2))
 
 

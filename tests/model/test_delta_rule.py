@@ -11,6 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from epiformer.model import delta_rule as delta_rule_module
 from epiformer.model.delta_rule import delta_rule, gated_delta_rule, naive_delta_rule, naive_gated_delta_rule
 from tests.helpers import tensor_shapes_during
 
@@ -208,3 +209,31 @@ def test_the_gated_delta_rule_equals_flash_linear_attentions_reference():
         to_fla(nq), to_fla(nk), to_fla(v), to_fla(decay.log()), to_fla(beta), chunk_size=32
     )
     assert (gated_delta_rule(q, k, v, beta, decay, chunk_size=32) - chunked.transpose(1, 2)).abs().max() < 1e-5
+
+
+# fla's Triton kernel on a GPU: the arguments the model hands it, checked on the CPU through fla's own
+# chunked reference, which takes the same arguments (q, k, v, g, beta, scale) in the same layout.
+@pytest.mark.parametrize("gated", GATED, ids=rule_id)
+def test_the_arguments_handed_to_flas_kernel_give_the_models_rule_with_padding(gated):
+    reference = fla_reference("ops/gated_delta_rule/naive.py")
+    inputs = [x.detach().float() for x in random_inputs((2, 3, 75, 16), gated, seed=23)]
+    if not gated:
+        inputs.append(None)
+    mask = right_padding(2, 75, [75, 41])
+    prepared = delta_rule_module._prepared(*inputs, mask, torch.float32)
+    by_fla = delta_rule_module.through_fla(reference.naive_chunk_gated_delta_rule, *prepared)
+    assert by_fla.shape == inputs[0].shape
+    assert (by_fla - run(gated, inputs[:5] if gated else inputs[:4], mask)).abs().max() < 1e-5
+
+
+def test_the_pytorch_path_serves_on_the_cpu_and_fla_refuses_it_clearly(monkeypatch):
+    cpu = torch.device("cpu")
+    for choice in ("auto", "torch"):
+        monkeypatch.setenv(delta_rule_module.KERNEL_VARIABLE, choice)
+        assert delta_rule_module.scan_kernel(cpu) is None
+    monkeypatch.setenv(delta_rule_module.KERNEL_VARIABLE, "fla")
+    with pytest.raises(RuntimeError, match="needs a CUDA device .*pip install fla-core.*device cpu"):
+        delta_rule_module.scan_kernel(cpu)
+    monkeypatch.setenv(delta_rule_module.KERNEL_VARIABLE, "triton")
+    with pytest.raises(ValueError, match="EPIFORMER_DELTA_KERNEL='triton': expected one of auto, torch, fla"):
+        delta_rule_module.scan_kernel(cpu)
