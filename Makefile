@@ -47,7 +47,7 @@ real: setup bedtools
 # The same under a random split (leak-prone, for comparison), in its own folder so that both
 # results stand side by side: the workflow run from a user folder holding links to config/,
 # data/ and the built genome. Only what the comparison needs: M7, its softmax twin, the pooled
-# distance-aware M7 and the baselines, on every cell line.
+# distance-aware M7 and the baselines, on every cell line, one model each (no replicates).
 RANDOM_RUN := runs/random-split
 RANDOM_MODELS := linear softmax linear_pooled_distance distance kmer propensity
 RANDOM_CELLS := GM12878 HUVEC HeLa-S3 IMR90

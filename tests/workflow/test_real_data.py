@@ -41,6 +41,20 @@ def test_the_overlay_plans_four_cell_lines_every_model_and_the_genome_build(tmp_
     assert any(m.get("distance") for m in models.values()) and any(not m.get("distance") for m in models.values())
 
 
+def test_the_random_split_overlay_trains_each_model_once(tmp_path):
+    # As `make real-random` runs it: after targetfinder.yaml's 3 replicates, one model each.
+    random_overlay = REPO / "config" / "targetfinder_random.yaml"
+    target = "results/HUVEC/linear/metrics.json"
+    run = snakemake(
+        user_folder(tmp_path), "-s", str(REPO / "Snakefile"), target,
+        "--configfile", str(OVERLAY), str(random_overlay), "-n",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    counts = job_counts(run.stdout + run.stderr)
+    assert counts["train"] == 1 and counts["evaluate"] == 1
+    assert "train_replicate" not in counts and "ensemble" not in counts
+
+
 def test_another_sheet_on_the_same_genome_runs_unchanged_as_one_more_configfile(tmp_path):
     folder = user_folder(tmp_path)
     sheet = tmp_path / "other_cells.tsv"
