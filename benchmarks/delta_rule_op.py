@@ -5,7 +5,7 @@ q, k, v (and beta, decay), each variant's forward + backward through `torch.auto
 - `linear`: M7's ELU+1 linear attention (`model.ops.linear_attention`);
 - `softmax`: `scaled_dot_product_attention` (PyTorch's CPU kernels), up to `--softmax-max` tokens:
   its time grows with T^2 (at 100k tokens a forward + backward is ~10^13 multiply-adds);
-- `deltanet`, `gated_deltanet`: the causal scans (`model.delta_rule`), chunks of 64;
+- `deltanet`, `gated_deltanet`: the causal scans (`model.delta_rule`), chunks of `delta_rule.CHUNK` (32) tokens;
 - `deltanet both ways`, `gated_deltanet both ways`: what the model runs (`bidirectional_delta_rule`).
 Times are medians of repeats after a warm-up, variants interleaved so that a busy machine
 slows them alike, in CPU time of the one thread (`time.thread_time`). Then µs per token: a
