@@ -15,7 +15,7 @@ copies of runs/PAGE/, and each between `<!-- generated:NAME:RUN -->` and
   linear-attention model at least as good as the better of the distance and k-mer baselines;
   a model trained as replicates: its ensemble, then the replicates' mean ± sd);
 - `spread` (replicates): per cell line, the models SPREAD_SHOWN names for the page against the
-  better of their baselines, and whether every replicate lies above it, below it, or neither;
+  better of their baselines, and whether every replicate lies above it, every one below it, or neither;
 - `matched`: distance-matched AUROC by cell line and model or baseline, with its difference
   from the distance baseline's (bold: the paired interval lies above 0);
 - `cost`: per model, what it reads, test AUROC (95% CI), epochs trained, training time, peak memory;
@@ -91,7 +91,8 @@ def _spread(row: pd.Series) -> str:
 def spread_table(summary: pd.DataFrame, shown: list[tuple[str, list[str]]]) -> str:
     """Per cell line, each shown model's ensemble AUROC (replicates' mean ± sd) against the better of its baselines.
 
-    The verdict is `summary.spread_verdict`: "above" or "below" only when every replicate is.
+    The verdict is `summary.spread_verdict`: "every replicate above" or "below" only when every replicate is;
+    a cell line without the model or any of its baselines shows "—".
     """
     names = lambda baselines: " or ".join(BASELINE_NAMES.get(b, b) for b in baselines)  # noqa: E731
     header = ["cell line"] + [f"{model} vs {names(baselines)}" for model, baselines in shown]
@@ -100,8 +101,11 @@ def spread_table(summary: pd.DataFrame, shown: list[tuple[str, list[str]]]) -> s
         by_model = summary[summary["cell_line"] == cell].set_index("model")
         cells = [cell]
         for model, baselines in shown:
-            row = by_model.loc[model]
-            baseline, bar = best_baseline(summary, cell, baselines)
+            best = best_baseline(summary, cell, baselines)
+            if model not in by_model.index or best is None:
+                cells.append("—")
+                continue
+            row, (baseline, bar) = by_model.loc[model], best
             verdict = spread_verdict(replicate_values(row), bar) or "one replicate: no spread"
             cells.append(
                 f"{row['auroc']:.3f}{_spread(row)} vs {BASELINE_NAMES.get(baseline, baseline)} {bar:.3f}: {verdict}"

@@ -393,11 +393,14 @@ def test_mismatched_test_pairs_stop_the_summary(tmp_path):
 
 
 def test_spread_verdict_says_above_or_below_only_when_every_replicate_is():
-    assert spread_verdict([0.70, 0.72, 0.74], 0.69) == "above: every replicate"
-    assert spread_verdict([0.70, 0.72, 0.74], 0.75) == "below: every replicate"
+    assert spread_verdict([0.70, 0.72, 0.74], 0.69) == "every replicate above"
+    assert spread_verdict([0.70, 0.72, 0.74], 0.75) == "every replicate below"
     assert spread_verdict([0.70, 0.72, 0.74], 0.71) == "within the spread"
     assert spread_verdict([0.70, 0.72, 0.74], 0.70) == "within the spread"  # a tie is not beyond the spread
     assert spread_verdict([0.72], 0.5) == ""  # one model has no spread
+    # Replicates are stored to 4 decimals: a bar that rounds to the lowest one ties with it.
+    assert spread_verdict([0.7, 0.72], 0.70000004) == "within the spread"
+    assert spread_verdict([0.7, 0.72], 0.69994) == "every replicate above"
 
 
 def test_replicates_section_sets_each_model_against_the_best_baseline_of_its_cell_line():
@@ -431,9 +434,12 @@ def test_replicates_section_sets_each_model_against_the_best_baseline_of_its_cel
     assert best_baseline(table, "b") == ("distance", 0.61)
     assert best_baseline(table, "b", ["kmer"]) == ("kmer", 0.55)
     assert best_baseline(table[table["kind"] == "transformer"], "a") is None
+    unscored = table.assign(auroc=np.where(table["model"] == "kmer", np.nan, table["auroc"]))
+    assert best_baseline(unscored, "a") == ("distance", 0.70)  # a baseline without an AUROC is no bar
+    assert best_baseline(unscored, "a", ["kmer"]) is None
     assert replicate_values(next(table.itertuples())) == [0.78, 0.79, 0.81]
     lines = replicates_markdown(table)
     [line_a] = [line for line in lines if line.startswith("| a | linear")]
     [line_b] = [line for line in lines if line.startswith("| b | linear")]
-    assert line_a.endswith("| kmer 0.750: above: every replicate |")
+    assert line_a.endswith("| kmer 0.750: every replicate above |")
     assert line_b.endswith("| distance 0.610: within the spread |")

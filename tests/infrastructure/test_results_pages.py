@@ -76,11 +76,16 @@ def test_replicated_models_show_their_spread_and_whether_a_baseline_lies_beyond_
     spread = writer.spread_table(summary, [("linear", ["kmer"]), ("linear", ["distance", "kmer"])]).splitlines()
     assert spread[0] == "| cell line | linear vs k-mer | linear vs distance or k-mer |"
     assert spread[2] == (
-        "| c1 | 0.700 (0.690 ± 0.010) vs k-mer 0.650: above: every replicate "
-        "| 0.700 (0.690 ± 0.010) vs k-mer 0.650: above: every replicate |"
+        "| c1 | 0.700 (0.690 ± 0.010) vs k-mer 0.650: every replicate above "
+        "| 0.700 (0.690 ± 0.010) vs k-mer 0.650: every replicate above |"
     )
     # The ensemble beats k-mers on c2, but one replicate does not: a seed could reverse it.
     assert spread[3].startswith("| c2 | 0.600 (0.580 ± 0.030) vs k-mer 0.590: within the spread |")
+    # A cell line without the model, or without the baselines named, shows a dash.
+    partial = writer.spread_table(
+        summary[summary["model"] != "kmer"], [("linear", ["kmer"]), ("softmax", ["distance"])]
+    )
+    assert partial.splitlines()[2] == "| c1 | — | — |"
 
 
 def test_the_paired_table_shows_the_named_differences_with_their_intervals():

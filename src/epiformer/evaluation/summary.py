@@ -146,6 +146,7 @@ REPLICATE_COLUMNS = [
     "replicate_aurocs",
     "replicate_auprcs",
 ]
+REPLICATE_DIGITS = 4  # decimals of each replicate's AUROC and AUPRC in summary.tsv (the verdicts compare at it)
 
 
 def replicate_columns(metrics: dict, description: dict | None) -> dict:
@@ -159,7 +160,9 @@ def replicate_columns(metrics: dict, description: dict | None) -> dict:
         columns[f"replicate_{metric}_mean"] = metrics.get(f"replicate_{metric}_mean", metrics[metric])
         columns[f"replicate_{metric}_sd"] = metrics.get(f"replicate_{metric}_sd")
     for metric in ("auroc", "auprc"):
-        columns[f"replicate_{metric}s"] = ";".join(f"{replicate[metric]:.4f}" for replicate in replicates)
+        columns[f"replicate_{metric}s"] = ";".join(
+            f"{replicate[metric]:.{REPLICATE_DIGITS}f}" for replicate in replicates
+        )
     return columns
 
 
@@ -436,14 +439,15 @@ def replicates_markdown(table: pd.DataFrame) -> list[str]:
         "",
         "## Replicates: the ensemble and the spread of its members",
         "",
-        "Each model trained with several seeds on the same split (train.replicates); the rows above score their "
+        "Each model trained with several seeds on the same split (train.replicates, or the model's own "
+        "`replicates`); the rows above score their "
         "ensemble (mean probability). A difference between two models smaller than their replicates' sd is one "
         "a seed could make. Last column: the cell line's best baseline, and whether every replicate lies above it, "
-        "every one below, or the baseline lies within the replicates' spread (a retrained model could land on "
+        "every one below it, or the baseline lies within the replicates' spread (a retrained model could land on "
         "either side).",
         "",
         "| cell line | model | replicates | ensemble AUROC | replicate AUROC mean ± sd | ensemble AUPRC | "
-        "replicate AUPRC mean ± sd | each replicate's AUROC | best baseline's AUROC against the replicates' |",
+        "replicate AUPRC mean ± sd | each replicate's AUROC | the replicates against the best baseline's AUROC |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in table[table["replicates"].fillna(1) > 1].itertuples():
@@ -464,10 +468,12 @@ def replicate_values(row, metric: str = "auroc") -> list[float]:
 
 
 def best_baseline(table: pd.DataFrame, cell_line: str, names: list[str] | None = None) -> tuple[str, float] | None:
-    """The cell line's best baseline by test AUROC (of `names`, default all) and its AUROC, or None without one."""
+    """The cell line's best baseline by test AUROC (of `names`, default all) and its AUROC, or None without one
+    (none of them run, or none scored)."""
     rows = table[(table["cell_line"] == cell_line) & (table["kind"] == "baseline")]
     if names is not None:
         rows = rows[rows["model"].isin(names)]
+    rows = rows.dropna(subset=["auroc"])  # a baseline that could not be scored (one class) is no bar
     if rows.empty:
         return None
     best = rows.loc[rows["auroc"].idxmax()]
@@ -475,18 +481,21 @@ def best_baseline(table: pd.DataFrame, cell_line: str, names: list[str] | None =
 
 
 def spread_verdict(replicates: list[float], bar: float) -> str:
-    """Where a baseline lies against a model's replicates: every replicate above it, every one below, or among them.
+    """Where a model's replicates lie against a baseline's AUROC `bar`: every replicate above it, every one below
+    it, or the bar within their spread.
 
-    Only "above" or "below" say the model differs from the baseline beyond what a seed
-    changes; "within" says a retrained model could land on either side. Empty for fewer than
-    two replicates, which have no spread.
+    Only "every replicate above" or "below" says the model differs from the baseline beyond
+    what a seed changes; "within the spread" says a retrained model could land on either side.
+    The bar is compared at the precision the replicates are stored at (REPLICATE_DIGITS), so
+    a tie is a tie. Empty for fewer than two replicates, which have no spread.
     """
     if len(replicates) < 2:
         return ""
+    bar = round(bar, REPLICATE_DIGITS)
     if min(replicates) > bar:
-        return "above: every replicate"
+        return "every replicate above"
     if max(replicates) < bar:
-        return "below: every replicate"
+        return "every replicate below"
     return "within the spread"
 
 
