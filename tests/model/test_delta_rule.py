@@ -228,6 +228,8 @@ def test_the_arguments_handed_to_flas_kernel_give_the_models_rule_with_padding(g
 
 def test_the_pytorch_path_serves_on_the_cpu_and_fla_refuses_it_clearly(monkeypatch):
     cpu = torch.device("cpu")
+    monkeypatch.delenv(delta_rule_module.KERNEL_VARIABLE, raising=False)
+    assert delta_rule_module.scan_kernel(torch.device("cuda")) is None  # the default, on a GPU too
     for choice in ("auto", "torch"):
         monkeypatch.setenv(delta_rule_module.KERNEL_VARIABLE, choice)
         assert delta_rule_module.scan_kernel(cpu) is None
@@ -235,5 +237,15 @@ def test_the_pytorch_path_serves_on_the_cpu_and_fla_refuses_it_clearly(monkeypat
     with pytest.raises(RuntimeError, match="needs a CUDA device .*pip install fla-core.*device cpu"):
         delta_rule_module.scan_kernel(cpu)
     monkeypatch.setenv(delta_rule_module.KERNEL_VARIABLE, "triton")
-    with pytest.raises(ValueError, match="EPIFORMER_DELTA_KERNEL='triton': expected one of auto, torch, fla"):
+    with pytest.raises(ValueError, match="EPIFORMER_DELTA_KERNEL='triton': expected one of torch, fla, auto"):
         delta_rule_module.scan_kernel(cpu)
+
+
+def test_a_decay_of_zero_forgets_everything_before_it_instead_of_turning_into_nan():
+    # exp(-softplus(z)) underflows to exactly 0 in float32 for large z: the state is then wiped.
+    q, k, v, beta, decay = (x.detach().float() for x in random_inputs((1, 2, 70, 8), True, seed=29))
+    decay[:, :, 40] = 0.0
+    out = gated_delta_rule(q, k, v, beta, decay)
+    assert torch.isfinite(out).all()
+    restarted = gated_delta_rule(*(x[:, :, 40:] for x in (q, k, v, beta, decay)))
+    assert (out[:, :, 40:] - restarted).abs().max() < 1e-5
