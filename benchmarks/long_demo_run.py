@@ -10,6 +10,7 @@ from pathlib import Path
 
 import yaml
 
+from epiformer.model.configs import architecture
 from epiformer.synthetic.demo_long import LongDemoSpec
 
 LONG_DEMO_CONFIG = Path(__file__).resolve().parents[1] / "config" / "demo_long.yaml"
@@ -18,9 +19,10 @@ CELL = LongDemoSpec().cell
 
 
 def span_model_settings() -> dict:
-    """`models.linear_span` of config/demo_long.yaml, less its attention (the benchmarks choose it)."""
-    entry = yaml.safe_load(LONG_DEMO_CONFIG.read_text())["models"]["linear_span"]
-    return {key: value for key, value in entry.items() if key not in ("attention", "pooled")}
+    """`models.linear_span` of config/demo_long.yaml as ModelConfig keywords, less its attention (the benchmarks
+    choose it) and how the workflow trains it (pooled, replicates)."""
+    entry = architecture(yaml.safe_load(LONG_DEMO_CONFIG.read_text())["models"]["linear_span"])
+    return {key: value for key, value in entry.items() if key != "attention"}
 
 
 def truth_path(run: Path) -> Path:

@@ -26,7 +26,7 @@ try:
     from epiformer.data.splits import SplitSpec
     from epiformer.data.windows import WindowSpec
     from epiformer.io.configfile import check_numbers
-    from epiformer.model.configs import ModelConfig, TrainConfig, with_span_positions
+    from epiformer.model.configs import ModelConfig, TrainConfig, architecture, with_span_positions
     from epiformer.training.replicates import replicate_names
 except ModuleNotFoundError:
     raise ModuleNotFoundError(
@@ -73,16 +73,10 @@ if set(MODELS) & set(BASELINES):
     )
 
 
-# Keys of a `models:` entry that say how the model is trained, not what it is: `pooled` (on
-# every cell line) and `replicates` (the model's own train.replicates).
-MODEL_TRAINING_KEYS = ("pooled", "replicates")
-
-
 def model_config(model):
     """The model's architecture, as ModelConfig's keyword arguments (`pooled` says what it is trained on, not what it
     is); a span model's positions reach over the longest span windows.max_span allows."""
-    settings = {key: value for key, value in config["models"][model].items() if key not in MODEL_TRAINING_KEYS}
-    return with_span_positions(settings, config["windows"]["max_span"])
+    return with_span_positions(architecture(config["models"][model]), config["windows"]["max_span"])
 
 
 SPAN_MODELS = [name for name in MODELS if model_config(name).get("input") == "span"]

@@ -31,7 +31,7 @@ RECOMPUTE_TOKENS = 65_536
 
 @dataclass
 class ModelConfig:
-    """The Transformer's architecture: `models.<name>` of the config, less `pooled`."""
+    """The Transformer's architecture: `models.<name>` of the config, less MODEL_TRAINING_KEYS (`architecture`)."""
 
     attention: str = "linear"  # "linear" (M7, ELU+1 kernel), "softmax" (the baseline), "deltanet", "gated_deltanet"
     d_model: int = 128
@@ -79,6 +79,16 @@ class ModelConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+# Keys of a config's `models:` entry that say how the model is trained, not what it is: `pooled` (on
+# every cell line) and `replicates` (the model's own train.replicates).
+MODEL_TRAINING_KEYS = ("pooled", "replicates")
+
+
+def architecture(entry: dict) -> dict:
+    """A config's `models:` entry less MODEL_TRAINING_KEYS: ModelConfig's keyword arguments."""
+    return {key: value for key, value in entry.items() if key not in MODEL_TRAINING_KEYS}
 
 
 def with_span_positions(settings: dict, max_span: int) -> dict:
