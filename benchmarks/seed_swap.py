@@ -19,8 +19,10 @@ changes the time a run takes, not what it learns. Usage:
 close its stem's best filter comes to CTCF (Pearson correlation of the filter with JASPAR
 MA0139.1's log-odds matrix, either strand) before and after training.
 
-The swap happens where the training loop seeds and builds its model (it patches
-`seed_everything` and `EPITransformer` of epiformer.training.train for this process only).
+The swap happens where the training loop builds its model: it replaces `EPITransformer` of
+epiformer.training.train, for this process only, by a builder that loads the chosen seeds'
+initial weights, and wraps `_record_epoch` to read validation AUROC and stop after the last
+epoch asked for. The batch order stays the training loop's own, seeded by `train.seed`.
 """
 
 from __future__ import annotations
