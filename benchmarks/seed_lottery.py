@@ -46,17 +46,18 @@ def recipe() -> tuple[dict, dict, int]:
     return model, train, {**base["windows"], **overlay["windows"]}["max_span"]
 
 
-def train_seed(job: tuple[int, str, str, float | None]) -> dict:
-    """Train and score one seed (in a worker process, one thread); returns its row."""
+def train_seed(job: tuple[int, str, str, float | None, str]) -> dict:
+    """Train and score one seed with one attention (in a worker process, one thread); returns its row."""
     import torch
 
     from epiformer.evaluation.evaluate import evaluate_model
     from epiformer.model.configs import ModelConfig, TrainConfig, with_span_positions
     from epiformer.training.train import train_model
 
-    seed, run, work, max_minutes = job
+    seed, run, work, max_minutes, attention = job
     torch.set_num_threads(1)
     model, train, max_span = recipe()
+    model["attention"] = attention
     if max_minutes is not None:
         train["max_minutes"] = max_minutes
     folder = Path(work) / f"seed_{seed}"
@@ -69,11 +70,20 @@ def train_seed(job: tuple[int, str, str, float | None]) -> dict:
     log = pd.read_csv(folder / "train_log.tsv", sep="\t")
     return {
         "seed": seed,
+        "attention": attention,
         "auroc": json.loads((folder / "metrics.json").read_text())["auroc"],
         "epochs_trained": description["epochs_trained"],
         "best_epoch": description["best_epoch"],
+        "peak_memory_mb": description["peak_memory_mb"],
         "val_auroc_by_epoch": ";".join(f"{value:.3f}" for value in log["val_auroc"]),
     }
+
+
+def oracle_and_ceiling(run: Path, predictions: Path) -> tuple[float, float]:
+    """The generator's AUROC on the test pairs (the oracle) and the element-only ceiling."""
+    truth = pd.read_csv(truth_path(run), sep="\t")
+    test = pd.read_csv(predictions, sep="\t").merge(truth[["pair_id", "p_interact", "p_elements"]], on="pair_id")
+    return roc_auc_score(test["label"], test["p_interact"]), roc_auc_score(test["label"], test["p_elements"])
 
 
 def ensemble_auroc(work: Path, seeds: list[int]) -> float:
@@ -87,11 +97,7 @@ def ensemble_auroc(work: Path, seeds: list[int]) -> float:
 
 def lottery_table(rows: list[dict], work: Path, run: Path, bases: int) -> pd.DataFrame:
     """One row per base seed: single and ensemble AUROC, whether each found the insulator."""
-    truth = pd.read_csv(truth_path(run), sep="\t")
-    test = pd.read_csv(work / f"seed_{rows[0]['seed']}" / "predictions.tsv", sep="\t")
-    test = test.merge(truth[["pair_id", "p_interact", "p_elements"]], on="pair_id")
-    oracle = roc_auc_score(test["label"], test["p_interact"])
-    ceiling = roc_auc_score(test["label"], test["p_elements"])
+    oracle, ceiling = oracle_and_ceiling(run, work / f"seed_{rows[0]['seed']}" / "predictions.tsv")
     by_seed = {row["seed"]: row for row in rows}
     table = []
     for base in range(bases):
@@ -124,7 +130,7 @@ def main() -> None:
     parser.add_argument("--max-minutes", type=float, help="override the recipe's time budget (a quick check)")
     args = parser.parse_args()
     seeds = list(range(args.seeds + ENSEMBLE - 1))
-    jobs = [(seed, str(args.run), str(args.work), args.max_minutes) for seed in seeds]
+    jobs = [(seed, str(args.run), str(args.work), args.max_minutes, "linear") for seed in seeds]
     with multiprocessing.get_context("spawn").Pool(args.parallel) as pool:
         rows = []
         for row in pool.imap_unordered(train_seed, jobs):
