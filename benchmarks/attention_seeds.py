@@ -18,12 +18,11 @@ them alike. A killed run resumes (finished seeds are read back). Usage:
 
 from __future__ import annotations
 
-import argparse
 import multiprocessing
 from pathlib import Path
 
 import pandas as pd
-from seed_lottery import FOUND_WITHIN, oracle_and_ceiling, train_seed
+from seed_lottery import FOUND_WITHIN, oracle_and_ceiling, train_seed, training_parser
 
 ATTENTIONS = ["linear", "deltanet", "gated_deltanet"]
 
@@ -62,14 +61,9 @@ def _attention_order(column: pd.Series) -> pd.Series:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--run", type=Path, default=Path("runs/demo-long"), help="a `make demo-long` run folder")
+    parser = training_parser(__doc__, "/tmp/attention_seeds")
     parser.add_argument("--attentions", nargs="+", default=ATTENTIONS)
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0 .. N - 1 of each attention")
-    parser.add_argument("--parallel", type=int, default=2, help="trainings at a time, one thread each")
-    parser.add_argument("--work", type=Path, default=Path("/tmp/attention_seeds"), help="where the models go")
-    parser.add_argument("--out", type=Path, help="TSV of the per-seed table (default: print only)")
-    parser.add_argument("--max-minutes", type=float, help="override the recipe's time budget (a quick check)")
     args = parser.parse_args()
     rows = []
     context = multiprocessing.get_context("spawn")

@@ -120,14 +120,20 @@ def lottery_table(rows: list[dict], work: Path, run: Path, bases: int) -> pd.Dat
     return pd.DataFrame(table)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def training_parser(description: str, work: str) -> argparse.ArgumentParser:
+    """The options of a script that trains seeds of the span model with train_seed: run, work, parallel, budget."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--run", type=Path, default=Path("runs/demo-long"), help="a `make demo-long` run folder")
-    parser.add_argument("--seeds", type=int, default=10, help="base seeds (trains this many + 2)")
     parser.add_argument("--parallel", type=int, default=2, help="trainings at a time, one thread each")
-    parser.add_argument("--work", type=Path, default=Path("/tmp/seed_lottery"), help="where the models go")
+    parser.add_argument("--work", type=Path, default=Path(work), help="where the models go")
     parser.add_argument("--out", type=Path, help="TSV of the table (default: print only)")
     parser.add_argument("--max-minutes", type=float, help="override the recipe's time budget (a quick check)")
+    return parser
+
+
+def main() -> None:
+    parser = training_parser(__doc__, "/tmp/seed_lottery")
+    parser.add_argument("--seeds", type=int, default=10, help="base seeds (trains this many + 2)")
     args = parser.parse_args()
     seeds = list(range(args.seeds + ENSEMBLE - 1))
     jobs = [(seed, str(args.run), str(args.work), args.max_minutes, "linear") for seed in seeds]
