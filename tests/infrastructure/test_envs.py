@@ -218,15 +218,29 @@ def entry_files(rule: Rule) -> list[Path]:
     return files
 
 
+def _catches_import_error(node: ast.Try) -> bool:
+    """Whether a handler of this `try:` names ImportError or ModuleNotFoundError (alone or in a tuple)."""
+    for handler in node.handlers:
+        types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        if any(getattr(t, "id", None) in ("ImportError", "ModuleNotFoundError") for t in types):
+            return True
+    return False
+
+
 def _is_type_checking(test: ast.expr) -> bool:
     return getattr(test, "id", getattr(test, "attr", None)) == "TYPE_CHECKING"
 
 
 def _imports(node: ast.AST):
-    """(module, names, level, line) for every import statement, skipping `if TYPE_CHECKING:` blocks."""
+    """(module, names, level, line) for every import statement, skipping `if TYPE_CHECKING:` blocks and
+    optional imports (the body of a `try:` that catches ImportError: the code runs without them)."""
     for child in ast.iter_child_nodes(node):
         if isinstance(child, ast.If) and _is_type_checking(child.test):
             for other in child.orelse:
+                yield from _imports(ast.Module(body=[other], type_ignores=[]))
+            continue
+        if isinstance(child, ast.Try) and _catches_import_error(child):
+            for other in child.handlers + child.orelse + child.finalbody:
                 yield from _imports(ast.Module(body=[other], type_ignores=[]))
             continue
         if isinstance(child, ast.Import):
@@ -526,6 +540,17 @@ def test_checker_reports_an_import_added_without_its_env_entry(tmp_path):
 
     env.write_text(env.read_text().rstrip("\n") + "\n  - requests=2.34.2\n")
     assert undeclared_imports(rule) == []
+
+    # An optional import (the code runs without it) needs no env entry; one caught as anything else does.
+    optional = "try:\n    import fla\nexcept (ImportError, RuntimeError):\n    fla = None\n"
+    script.write_text(source.replace("from epiformer.io.runlog", optional + "from epiformer.io.runlog", 1))
+    assert undeclared_imports(rule) == []
+    script.write_text(
+        source.replace(
+            "from epiformer.io.runlog", optional.replace("ImportError, ", "") + "from epiformer.io.runlog", 1
+        )
+    )
+    assert "import fla" in undeclared_imports(rule)[0]
 
 
 def test_checker_follows_package_imports_and_binaries(tmp_path):

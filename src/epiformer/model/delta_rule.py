@@ -108,7 +108,7 @@ def _fla_kernel():
     """fla's `chunk_gated_delta_rule`, or None where fla (or the Triton it needs) does not import."""
     try:
         from fla.ops.gated_delta_rule import chunk_gated_delta_rule
-    except Exception:  # ImportError, or Triton failing to find a GPU driver at import
+    except (ImportError, RuntimeError):  # not installed, or Triton failing to find a GPU driver at import
         return None
     return chunk_gated_delta_rule
 
