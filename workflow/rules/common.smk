@@ -74,8 +74,9 @@ if set(MODELS) & set(BASELINES):
 
 
 def model_config(model):
-    """The model's architecture, as ModelConfig's keyword arguments (`pooled` says what it is trained on, not what it
-    is); a span model's positions reach over the longest span windows.max_span allows."""
+    """The model's architecture, as ModelConfig's keyword arguments (`configs.architecture`: less `pooled` and
+    `replicates`, which say how it is trained); a span model's positions reach over the longest span
+    windows.max_span allows."""
     return with_span_positions(architecture(config["models"][model]), config["windows"]["max_span"])
 
 
