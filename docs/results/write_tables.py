@@ -54,6 +54,7 @@ SPREAD_SHOWN = {
         ("linear_distance", ["distance", "kmer"]),
         ("linear_pooled_distance", ["distance", "kmer"]),
     ],
+    "demo_long": [("linear_span", ["distance", "kmer"])],
 }
 MOTIF_RANKS = 5
 

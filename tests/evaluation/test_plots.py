@@ -211,7 +211,7 @@ def test_distance_bin_figure_draws_each_cell_lines_bins_with_their_counts_for_ev
     pd.concat(frames).to_csv(tmp_path / "bins.tsv", sep="\t", index=False)
     png = tmp_path / "plots" / "distance_bins.png"
     plot_distance_bins(tmp_path / "bins.tsv", png)
-    texts = figure_texts(png, 1320, round(4.2 * 2 * 120))  # a row of two panels per cell line
+    texts = figure_texts(png, round(12.5 * 120), round(4.2 * 2 * 120))  # a row of two panels per cell line
     for cell, bins in (("cell_x", 4), ("cell_y", 3)):
         assert f"{cell}: AUROC by distance, test" in texts and f"{cell}: AUPRC by distance, test" in texts
         for row in binned_metrics(labels, labels, distances, bins).itertuples():  # each bin, its pairs and positives

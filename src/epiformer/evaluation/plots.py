@@ -327,7 +327,7 @@ def plot_distance_bins(bins_tsv: str | Path, out_png: str | Path) -> None:
     and baseline, the distance baseline in black: a model that only learned distance falls to it within bins."""
     table = pd.read_csv(bins_tsv, sep="\t")
     cells = list(dict.fromkeys(table["cell_line"]))
-    fig, axes = plt.subplots(len(cells), 2, figsize=(11, 4.2 * len(cells)), squeeze=False)
+    fig, axes = plt.subplots(len(cells), 2, figsize=(12.5, 4.2 * len(cells)), squeeze=False)
     for cell, row_axes in zip(cells, axes):
         here = table[table["cell_line"] == cell]
         lows = list(dict.fromkeys(here["distance_low"]))  # a bin's key: labels are rounded, edges are not
@@ -344,6 +344,9 @@ def plot_distance_bins(bins_tsv: str | Path, out_png: str | Path) -> None:
             ax.set(xlabel="enhancer-promoter distance (test-set quantile bins)", ylabel=f"{metric} within bin")
             ax.set_title(f"{cell}: {metric} by distance, test")
             ax.grid(alpha=0.3)
-        row_axes[0].legend(fontsize=7, ncol=2)
+        # Beside the panels, not on them: a model's line can lie anywhere from 0.4 to 1.
+        row_axes[1].legend(
+            *row_axes[0].get_legend_handles_labels(), fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5)
+        )
     fig.tight_layout()
     save_figure(fig, out_png)
