@@ -10,7 +10,7 @@ CORES ?= all
 TORCH ?= torch==2.13.0
 STAMP := $(VENV)/.epiformer-installed
 
-.PHONY: demo explain demo-long real real-random test setup bedtools lint clean
+.PHONY: demo explain demo-long real real-random real-attentions test setup bedtools lint clean
 
 demo: setup bedtools
 	$(BIN)/snakemake --cores $(CORES)
@@ -50,15 +50,29 @@ real: setup bedtools
 # distance-aware M7 and the baselines, on every cell line, one model each (no replicates).
 RANDOM_RUN := runs/random-split
 RANDOM_MODELS := linear softmax linear_pooled_distance distance kmer propensity
-RANDOM_CELLS := GM12878 HUVEC HeLa-S3 IMR90
+REAL_CELLS := GM12878 HUVEC HeLa-S3 IMR90
 real-random: setup bedtools
 	mkdir -p $(RANDOM_RUN) resources
 	for name in config data resources; do ln -sfn ../../$$name $(RANDOM_RUN)/$$name; done
 	cd $(RANDOM_RUN) && ../../$(BIN)/snakemake -s ../../Snakefile --cores $(CORES) \
-	  $(foreach cell,$(RANDOM_CELLS),$(foreach model,$(RANDOM_MODELS),results/$(cell)/$(model)/metrics.json)) \
+	  $(foreach cell,$(REAL_CELLS),$(foreach model,$(RANDOM_MODELS),results/$(cell)/$(model)/metrics.json)) \
 	  --configfile config/targetfinder.yaml config/targetfinder_random.yaml
 	$(BIN)/epiformer summary $(RANDOM_RUN)/results --models $(RANDOM_MODELS)
 	@echo "Done: $(RANDOM_RUN)/results/summary.md and {cell}/{model}/metrics.json"
+
+# The real-data benchmark with each attention (config/targetfinder_attentions.yaml): M7's ELU+1
+# linear attention, DeltaNet and Gated DeltaNet, sequence-only and with distance, per cell line,
+# beside the baselines, in its own folder as real-random.
+ATTENTIONS_RUN := runs/real-attentions
+ATTENTIONS_MODELS := linear deltanet gated_deltanet linear_distance deltanet_distance gated_deltanet_distance distance kmer
+real-attentions: setup bedtools
+	mkdir -p $(ATTENTIONS_RUN) resources
+	for name in config data resources; do ln -sfn ../../$$name $(ATTENTIONS_RUN)/$$name; done
+	cd $(ATTENTIONS_RUN) && ../../$(BIN)/snakemake -s ../../Snakefile --cores $(CORES) \
+	  $(foreach cell,$(REAL_CELLS),$(foreach model,$(ATTENTIONS_MODELS),results/$(cell)/$(model)/metrics.json)) \
+	  --configfile config/targetfinder.yaml config/targetfinder_attentions.yaml
+	$(BIN)/epiformer summary $(ATTENTIONS_RUN)/results --models $(ATTENTIONS_MODELS)
+	@echo "Done: $(ATTENTIONS_RUN)/results/summary.md and {cell}/{model}/metrics.json"
 
 test: setup bedtools
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

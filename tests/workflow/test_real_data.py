@@ -63,6 +63,30 @@ def test_the_random_split_overlay_trains_each_model_once(tmp_path):
     assert "train_replicate" not in counts and "ensemble" not in counts
 
 
+def test_the_attentions_overlay_changes_only_the_attention_and_trains_every_attention_alike(tmp_path):
+    # As `make real-attentions` runs it: linear, DeltaNet and Gated DeltaNet, sequence-only and with distance.
+    attentions_overlay = REPO / "config" / "targetfinder_attentions.yaml"
+    added = yaml.safe_load(attentions_overlay.read_text())["models"]
+    m7 = yaml.safe_load(OVERLAY.read_text())["models"]
+    for name, model in added.items():
+        twin = m7["linear_distance" if model["distance"] else "linear"]
+        assert {key: value for key, value in model.items() if model[key] != twin.get(key)} == {
+            "attention": model["attention"]
+        }, name
+    models = ["linear", "linear_distance", *added]
+    targets = [f"results/{cell}/{model}/metrics.json" for cell in CELLS for model in models]
+    run = snakemake(
+        user_folder(tmp_path), "-s", str(REPO / "Snakefile"), *targets,
+        "--configfile", str(OVERLAY), str(attentions_overlay), "-n",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    counts = job_counts(run.stdout + run.stderr)
+    # One model each (the overlay's train.replicates: 1), every attention alike.
+    assert yaml.safe_load(attentions_overlay.read_text())["train"]["replicates"] == 1
+    assert counts["train"] == counts["evaluate"] == len(CELLS) * len(models)
+    assert "train_replicate" not in counts and "ensemble" not in counts
+
+
 def test_another_sheet_on_the_same_genome_runs_unchanged_as_one_more_configfile(tmp_path):
     folder = user_folder(tmp_path)
     sheet = tmp_path / "other_cells.tsv"
