@@ -239,3 +239,4 @@ def test_the_long_demo_overlay_replicates_the_span_model_and_trains_the_rest_onc
     counts = job_counts(run.stdout + run.stderr)
     assert counts["train_replicate"] == 3 and counts["ensemble"] == 1 and counts["evaluate_replicated"] == 1
     assert counts["train"] == 3 and counts["evaluate"] == 3  # linear, softmax, softmax_span
+    assert "transfer" not in counts  # one cell line: its transfer matrix would be each model's test AUROC again

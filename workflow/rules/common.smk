@@ -66,6 +66,9 @@ EVALUATED = MODELS + BASELINES  # every table and plot shows models and baseline
 # A pooled model is trained once on every cell line (results/pooled/{model}/) and evaluated on each.
 POOLED_MODELS = [name for name in MODELS if config["models"][name].get("pooled", False)]
 CELL_MODELS = [name for name in MODELS if name not in POOLED_MODELS]
+# A model of one cell line scored on every other's test pairs (results/transfer/): with a sheet of one
+# cell line that matrix is the model's own test AUROC again, at the cost of scoring it again.
+TRANSFER_MODELS = CELL_MODELS if len(CELL_LINES) > 1 else []
 if set(MODELS) & set(BASELINES):
     raise ValueError(
         f"models: {', '.join(sorted(set(MODELS) & set(BASELINES)))} is also a baseline's name; "
@@ -281,8 +284,8 @@ def all_outputs():
         expand("results/plots/{cell}/{figure}.png", cell=CELL_LINES, figure=list(TEST_SET_FIGURE_LABELS)),
         expand("results/plots/{cell}/{model}.training.png", cell=CELL_LINES, model=CELL_MODELS),
         expand("results/plots/pooled/{model}.training.png", model=POOLED_MODELS),
-        expand("results/transfer/{model}.tsv", model=CELL_MODELS),
-        expand("results/plots/transfer/{model}.png", model=CELL_MODELS),
+        expand("results/transfer/{model}.tsv", model=TRANSFER_MODELS),
+        expand("results/plots/transfer/{model}.png", model=TRANSFER_MODELS),
         expand("results/{cell}/{model}/variants.tsv", cell=VARIANT_CELLS, model=CELL_MODELS),
         "results/plots/comparison.png",
         "results/plots/distance_bins.png",

@@ -7,7 +7,7 @@ REPORT_TABLES = [
     "results/summary.html",
     "results/paired_comparison.html",
     "results/distance_bins.html",
-    *expand("results/transfer/{model}.html", model=CELL_MODELS),
+    *expand("results/transfer/{model}.html", model=TRANSFER_MODELS),
     *expand("results/{cell}/split_audit.html", cell=CELL_LINES),
 ]
 
