@@ -60,9 +60,11 @@ def test_training_writes_a_model_that_loads_and_a_log_per_epoch(shard_dir, tmp_p
     assert logits.shape == (2,)
 
 
-def test_same_seed_gives_identical_weights(shard_dir, tmp_path):
+@pytest.mark.parametrize("attention", ["linear", "softmax", "gated_deltanet"])
+def test_same_seed_gives_identical_weights(shard_dir, tmp_path, attention):
+    model = dataclasses.replace(TINY_MODEL, attention=attention)  # dropout 0.1: it draws from the seeded generator too
     for run in ("a", "b"):
-        train_model(shard_dir, TINY_MODEL, train_config(epochs=2), tmp_path / run, tmp_path / f"ckpt-{run}")
+        train_model(shard_dir, model, train_config(epochs=2), tmp_path / run, tmp_path / f"ckpt-{run}")
     a, b = load_file(str(tmp_path / "a" / "model.safetensors")), load_file(str(tmp_path / "b" / "model.safetensors"))
     assert sorted(a) == sorted(b) and len(a) > 10 and all(torch.equal(a[k], b[k]) for k in a)
 
