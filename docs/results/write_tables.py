@@ -12,7 +12,7 @@ can be recomputed from a file in the repository; each table of PAGE.md between
 copies of runs/PAGE/, and each between `<!-- generated:NAME:RUN -->` and
 `<!-- end generated:NAME:RUN -->` from those of runs/RUN/. Tables:
 - `auroc`: test AUROC, one row per cell line, one column per model and baseline (bold: a
-  linear-attention model at least as good as the better of the distance and k-mer baselines;
+  linear-attention model, M7's or a delta rule's, at least as good as the better of the distance and k-mer baselines;
   a model trained as replicates: its ensemble, then the replicates' mean ± sd);
 - `spread` (replicates): per cell line, the models SPREAD_SHOWN names for the page against the
   better of their baselines, and whether every replicate lies above it, every one below it, or neither;
@@ -76,7 +76,8 @@ def auroc_table(summary: pd.DataFrame) -> str:
                 continue
             row = by_model.loc[model]
             value = f"{row['auroc']:.3f}"
-            value = f"**{value}**" if row.get("attention") == "linear" and row["auroc"] >= bar else value
+            linear_time = isinstance(row.get("attention"), str) and row["attention"] != "softmax"  # M7, the delta rules
+            value = f"**{value}**" if linear_time and row["auroc"] >= bar else value
             cells.append(value + _spread(row))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -272,7 +273,7 @@ def write_page(page: str, results: Path | None, run: str | None = None) -> list[
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("page", help="the page's name: demo, demo_long or real")
+    parser.add_argument("page", help="the page's name: demo, demo_long, real or attentions")
     parser.add_argument("results", nargs="?", type=Path, help="a run's results/ folder (default: the saved copies)")
     parser.add_argument(
         "--run", help="where under docs/results/runs/ to keep the run's files (default: the page's name)"
