@@ -44,35 +44,32 @@ real: setup bedtools
 	$(BIN)/snakemake --configfile config/targetfinder.yaml --cores $(CORES) --report results/report.html
 	@echo "Done: results/summary.md (paired intervals: results/paired_comparison.tsv), results/report.html"
 
-# The same under a random split (leak-prone, for comparison), in its own folder so that both
-# results stand side by side: the workflow run from a user folder holding links to config/,
-# data/ and the built genome. Only what the comparison needs: M7, its softmax twin, the pooled
-# distance-aware M7 and the baselines, on every cell line, one model each (no replicates).
-RANDOM_RUN := runs/random-split
-RANDOM_MODELS := linear softmax linear_pooled_distance distance kmer propensity
+# A part of the real-data benchmark in a folder of its own, beside make real's results: the workflow
+# run from a user folder holding links to config/, data/ and the built genome, only the models
+# a comparison needs on every cell line, its summary written by `epiformer summary`.
+# $(call real_subset,FOLDER,MODELS,OVERLAY): OVERLAY applied after config/targetfinder.yaml.
 REAL_CELLS := GM12878 HUVEC HeLa-S3 IMR90
-real-random: setup bedtools
-	mkdir -p $(RANDOM_RUN) resources
-	for name in config data resources; do ln -sfn ../../$$name $(RANDOM_RUN)/$$name; done
-	cd $(RANDOM_RUN) && ../../$(BIN)/snakemake -s ../../Snakefile --cores $(CORES) \
-	  $(foreach cell,$(REAL_CELLS),$(foreach model,$(RANDOM_MODELS),results/$(cell)/$(model)/metrics.json)) \
-	  --configfile config/targetfinder.yaml config/targetfinder_random.yaml
-	$(BIN)/epiformer summary $(RANDOM_RUN)/results --models $(RANDOM_MODELS)
-	@echo "Done: $(RANDOM_RUN)/results/summary.md and {cell}/{model}/metrics.json"
+define real_subset
+	mkdir -p $(1) resources
+	for name in config data resources; do ln -sfn ../../$$name $(1)/$$name; done
+	cd $(1) && ../../$(BIN)/snakemake -s ../../Snakefile --cores $(CORES) \
+	  $(foreach cell,$(REAL_CELLS),$(foreach model,$(2),results/$(cell)/$(model)/metrics.json)) \
+	  --configfile config/targetfinder.yaml $(3)
+	$(BIN)/epiformer summary $(1)/results --models $(2)
+	@echo "Done: $(1)/results/summary.md and {cell}/{model}/metrics.json"
+endef
 
-# The real-data benchmark with each attention (config/targetfinder_attentions.yaml): M7's ELU+1
-# linear attention, DeltaNet and Gated DeltaNet, sequence-only and with distance, per cell line,
-# beside the baselines, in its own folder as real-random.
-ATTENTIONS_RUN := runs/real-attentions
+# The same under a random split (leak-prone, for comparison): M7, its softmax twin, the pooled
+# distance-aware M7 and the baselines, one model each (no replicates).
+RANDOM_MODELS := linear softmax linear_pooled_distance distance kmer propensity
+real-random: setup bedtools
+	$(call real_subset,runs/random-split,$(RANDOM_MODELS),config/targetfinder_random.yaml)
+
+# With each attention (config/targetfinder_attentions.yaml): M7's ELU+1 linear attention,
+# DeltaNet and Gated DeltaNet, sequence-only and with distance, one model each.
 ATTENTIONS_MODELS := linear deltanet gated_deltanet linear_distance deltanet_distance gated_deltanet_distance distance kmer
 real-attentions: setup bedtools
-	mkdir -p $(ATTENTIONS_RUN) resources
-	for name in config data resources; do ln -sfn ../../$$name $(ATTENTIONS_RUN)/$$name; done
-	cd $(ATTENTIONS_RUN) && ../../$(BIN)/snakemake -s ../../Snakefile --cores $(CORES) \
-	  $(foreach cell,$(REAL_CELLS),$(foreach model,$(ATTENTIONS_MODELS),results/$(cell)/$(model)/metrics.json)) \
-	  --configfile config/targetfinder.yaml config/targetfinder_attentions.yaml
-	$(BIN)/epiformer summary $(ATTENTIONS_RUN)/results --models $(ATTENTIONS_MODELS)
-	@echo "Done: $(ATTENTIONS_RUN)/results/summary.md and {cell}/{model}/metrics.json"
+	$(call real_subset,runs/real-attentions,$(ATTENTIONS_MODELS),config/targetfinder_attentions.yaml)
 
 test: setup bedtools
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
