@@ -4,6 +4,7 @@ ELEMENTS = ("enhancer", "promoter")  # the two elements of a pair, in the order 
 SEGMENT_IDS = {"enhancer": 0, "promoter": 1, "between": 2}  # a span base's segment, as the model embeds it
 SPLITS = ("train", "val", "test")
 SCORED_SPLITS = SPLITS[1:]  # what a fitted model is scored on: validation picks the threshold, test reports
+VAL_PREDICTIONS = "val_predictions.tsv"  # a model folder's validation scores from training (its best epoch)
 ALPHABET = "ACGT"  # one-hot channel order; N and other codes are all-zero rows
 BASELINES = ("distance", "kmer", "propensity")  # the baselines `baselines.names` may list
 SHARD_FORMAT = 3  # 2: shards carry `distance`; 3: the manifest holds the window spec once (`windows`, `flank`)

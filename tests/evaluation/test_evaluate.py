@@ -10,8 +10,11 @@ import torch
 from sklearn.metrics import average_precision_score, precision_recall_curve, roc_auc_score
 
 from epiformer.data.shards import load_split
+from epiformer.data.splits import SplitSpec
 from epiformer.evaluation.evaluate import evaluate_model
 from epiformer.inference.trained_model import ModelError, load_trained_model, predict_split
+from epiformer.io.files import sha256_file
+from tests.helpers import windows_and_shards
 
 
 def test_evaluation_writes_every_test_pair_and_metrics_with_the_validation_threshold(trained_cells, tmp_path):
@@ -39,6 +42,48 @@ def test_evaluation_writes_every_test_pair_and_metrics_with_the_validation_thres
     assert (written["n_test"], written["positives"]) == (len(test), test["label"].sum())
     assert written["split"] == {"mode": "chromosome", "leak_prone": False}
     assert (written["windows"]["enhancer_width"], written["windows"]["promoter_width"]) == (64, 48)
+
+
+def validation_threshold(model_dir, shards) -> float:
+    """The best-F1 threshold of the model's validation scores, scored anew here."""
+    from epiformer.evaluation.metrics import best_f1_threshold
+
+    scores, labels, _ = predict_split(load_trained_model(model_dir)[0], load_split(shards, "val"), 64)
+    return best_f1_threshold(labels, scores)
+
+
+def test_evaluation_takes_training_validation_scores_only_with_their_weights_and_shards(
+    trained_cells, tiny_demo, tmp_path
+):
+    folder = tmp_path / "linear"
+    shutil.copytree(trained_cells["demo_b"] / "linear", folder)
+    own, other = trained_cells["demo_b"] / "shards", trained_cells["demo_a"] / "shards"
+    kept_path, description_path = folder / "val_predictions.tsv", folder / "model.json"
+    fresh = validation_threshold(folder, own)
+    assert evaluate_model(folder, own, tmp_path / "p0.tsv", tmp_path / "m0.json", 10)["threshold"] == pytest.approx(
+        fresh, rel=1e-6
+    )
+    # Halved and recorded in model.json: evaluation reads the file, whose threshold is halved too.
+    kept = pd.read_csv(kept_path, sep="\t")
+    kept.assign(score=kept["score"] / 2).to_csv(kept_path, sep="\t", index=False)
+    description = json.loads(description_path.read_text())
+    description_path.write_text(json.dumps({**description, "val_predictions_sha256": sha256_file(kept_path)}))
+    used = evaluate_model(folder, own, tmp_path / "p1.tsv", tmp_path / "m1.json", 10)
+    assert used["threshold"] == pytest.approx(fresh / 2, rel=1e-6)
+    assert (tmp_path / "p1.tsv").read_text() == (tmp_path / "p0.tsv").read_text()  # the test split scored as before
+    # Other shards (transfer to another cell line): scored anew there.
+    elsewhere = evaluate_model(folder, other, tmp_path / "p2.tsv", tmp_path / "m2.json", 10)
+    assert elsewhere["threshold"] == pytest.approx(validation_threshold(folder, other), rel=1e-6)
+    # The same pairs encoded again (another flank: the same ids, labels and centred windows): other shards.
+    split = SplitSpec(val_chromosomes=("chr2",), test_chromosomes=("chr3",))
+    again = windows_and_shards(tiny_demo, "demo_b", split, tmp_path / "again", flank=6) / "shards"
+    assert sorted(load_split(again, "val").pair_id) == kept["pair_id"].tolist()
+    reencoded = evaluate_model(folder, again, tmp_path / "p4.tsv", tmp_path / "m4.json", 10)
+    assert reencoded["threshold"] == pytest.approx(fresh, rel=1e-6)
+    # A file model.json does not vouch for (left from another training): scored anew.
+    description_path.write_text(json.dumps(description))
+    stale = evaluate_model(folder, own, tmp_path / "p3.tsv", tmp_path / "m3.json", 10)
+    assert stale["threshold"] == pytest.approx(fresh, rel=1e-6)
 
 
 def ensemble_of(trained_cells, folder):

@@ -23,6 +23,7 @@ from epiformer.data.shards import load_split
 from epiformer.data.splits import SplitSpec, assign_splits
 from epiformer.data.windows import WindowSpec, make_windows
 from epiformer.inference.trained_model import load_trained_model
+from epiformer.io.files import sha256_file
 from epiformer.io.runlog import setup_logging
 from epiformer.model.transformer import ModelConfig
 from epiformer.training.train import TrainConfig, positive_weights, train_model, validation_metrics
@@ -58,6 +59,41 @@ def test_training_writes_a_model_that_loads_and_a_log_per_epoch(shard_dir, tmp_p
     model, _ = load_trained_model(tmp_path / "out")
     logits = model(torch.zeros(2, 64, 4), torch.zeros(2, 48, 4))
     assert logits.shape == (2,)
+
+
+def test_training_keeps_the_kept_epochs_validation_scores(shard_dir, tmp_path):
+    from epiformer.inference.trained_model import predict_split
+
+    train_model(shard_dir, TINY_MODEL, train_config(epochs=3), tmp_path / "out", tmp_path / "ckpt")
+    kept = pd.read_csv(tmp_path / "out" / "val_predictions.tsv", sep="\t")
+    saved = json.loads((tmp_path / "out" / "model.json").read_text())
+    log = pd.read_csv(tmp_path / "out" / "train_log.tsv", sep="\t")
+    val = load_split(shard_dir, "val")
+    assert list(kept.columns) == ["pair_id", "label", "score"]
+    assert kept["pair_id"].tolist() == sorted(val.pair_id.tolist())  # every validation pair once
+    # The kept epoch's scores: its logged AUPRC recomputed from the file.
+    best_row = log.set_index("epoch").loc[saved["best_epoch"]]
+    assert average_precision_score(kept["label"], kept["score"]) == pytest.approx(best_row["val_auprc"], abs=1e-12)
+    # And the saved weights' scores, scored anew in batches of another size.
+    model, _ = load_trained_model(tmp_path / "out")
+    scores, labels, ids = predict_split(model, val, 40)
+    by_id = kept.set_index("pair_id").loc[ids]
+    np.testing.assert_allclose(by_id["score"], scores, atol=1e-6, rtol=0)
+    assert by_id["label"].tolist() == labels.tolist()
+    assert saved["val_predictions_sha256"] == sha256_file(tmp_path / "out" / "val_predictions.tsv")
+
+
+def test_a_run_resumed_from_a_checkpoint_without_validation_scores_scores_the_kept_weights(shard_dir, tmp_path):
+    config = train_config(epochs=2)
+    train_model(shard_dir, TINY_MODEL, config, tmp_path / "first", tmp_path / "ckpt")
+    checkpoint = tmp_path / "ckpt" / "last.pt"
+    state = torch.load(checkpoint, weights_only=True)
+    del state["best"]["val_scores"]  # as a checkpoint written before they were kept
+    torch.save(state, checkpoint)
+    train_model(shard_dir, TINY_MODEL, config, tmp_path / "resumed", tmp_path / "ckpt")  # every epoch done: none runs
+    first, resumed = (pd.read_csv(tmp_path / run / "val_predictions.tsv", sep="\t") for run in ("first", "resumed"))
+    assert first["pair_id"].tolist() == resumed["pair_id"].tolist() and len(first) > 10
+    np.testing.assert_allclose(resumed["score"], first["score"], atol=1e-6, rtol=0)
 
 
 @pytest.mark.parametrize("attention", ["linear", "softmax", "gated_deltanet"])
@@ -315,6 +351,8 @@ def test_one_model_trains_on_several_cell_lines_with_their_distances(shard_dir, 
     assert len(log) == 1 and description["model"]["distance"] is True
     assert description["trained_on"] == [str(shard_dir), str(shard_dir)]  # a folder given twice is two sources
     assert load_split([shard_dir, shard_dir], "train").source.max() == 1
+    # Its validation spans both sources: evaluation scores each cell line's own, nothing is kept for it.
+    assert description["val_predictions_sha256"] is None and not (tmp_path / "out" / "val_predictions.tsv").exists()
     model, _ = load_trained_model(tmp_path / "out")
     assert model.head[0].in_features == TINY_MODEL.d_model + 2
     # Twice the pairs: twice the tokens per epoch of the single folder's training.

@@ -12,6 +12,7 @@ through the same interface as a `ShardSet`, so both go through the same batch bu
 
 from __future__ import annotations
 
+import hashlib
 import json
 import struct
 from pathlib import Path
@@ -138,6 +139,11 @@ def shard_manifest(shard_dir: str | Path | list) -> dict:
     if shard_kind(shard_dir) == SPAN_SHARDS:
         return load_span_manifest(shard_dir)
     return load_manifest(shard_dir)
+
+
+def manifest_checksum(manifest: dict) -> str:
+    """SHA-256 of a manifest (model.json's `data_manifest_sha256`): equal checksums, the same shards."""
+    return hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()
 
 
 class ShardSet:

@@ -15,14 +15,15 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import torch
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from epiformer.constants import SCORED_SPLITS
-from epiformer.data.shards import data_fields, load_split
+from epiformer.constants import SCORED_SPLITS, VAL_PREDICTIONS
+from epiformer.data.shards import data_fields, load_split, manifest_checksum, shard_manifest
 from epiformer.evaluation.metrics import compute_metrics, write_predictions
 from epiformer.inference.devices import select_device
 from epiformer.inference.trained_model import load_trained_model, predict_split, read_model_description
-from epiformer.io.files import atomic_write_text
+from epiformer.io.files import atomic_write_text, sha256_file
 from epiformer.model.configs import SCORING_BATCH_SIZE, SCORING_TOKENS
 
 
@@ -51,11 +52,12 @@ def evaluate_model(
     model_dir, device = Path(model_dir), select_device(device)
     splits = {split: load_split(shard_dir, split) for split in SCORED_SPLITS}
     names = read_model_description(model_dir).get("replicates", [])
-    scored = [score_splits(folder, splits, device, max_tokens) for folder in [model_dir / name for name in names]]
+    folders = [model_dir / name for name in names]
+    scored = [score_splits(folder, splits, shard_dir, device, max_tokens) for folder in folders]
     if scored:
         frames = {split: mean_probability([replicate[split] for replicate in scored]) for split in SCORED_SPLITS}
     else:
-        frames = score_splits(model_dir, splits, device, max_tokens)
+        frames = score_splits(model_dir, splits, shard_dir, device, max_tokens)
     metrics = {**compute_metrics(frames["test"], frames["val"], resamples, seed), **data_fields(shard_dir)}
     if scored:
         tests = [replicate["test"] for replicate in scored]
@@ -72,15 +74,46 @@ def evaluate_model(
     return metrics
 
 
-def score_splits(model_dir: Path, splits: dict, device, max_tokens: int) -> dict[str, pd.DataFrame]:
-    """One model's predictions (pair_id, label, score) on each scored split."""
+def score_splits(model_dir: Path, splits: dict, shard_dir, device, max_tokens: int) -> dict[str, pd.DataFrame]:
+    """One model's predictions (pair_id, label, score) on each scored split (validation: training's, if kept)."""
     model, _ = load_trained_model(model_dir, device)
     frames = {}
     for split, data in splits.items():
+        kept = training_validation(model_dir, shard_dir, data, device) if split == "val" else None
+        if kept is not None:
+            frames[split] = kept
+            continue
         scores, labels, ids = predict_split(model, data, SCORING_BATCH_SIZE, device, max_tokens)
         # float64, exactly the float32 scores: the file then holds the values the threshold was chosen on.
         frames[split] = pd.DataFrame({"pair_id": ids, "label": labels, "score": scores.astype(np.float64)})
     return frames
+
+
+def training_validation(model_dir: Path, shard_dir, data, device) -> pd.DataFrame | None:
+    """The validation scores training wrote for its best epoch (VAL_PREDICTIONS), in the split's row order;
+    None when they cannot stand for scoring the split again here.
+
+    They are the kept weights' scores on these validation pairs: scoring the split again would
+    repeat training's last validation pass (for softmax on the long demo's spans, five minutes).
+    model.json holds the file's checksum, so a file left by another training is not used. They
+    stand in only for the shards they were made on (a pooled model's validation, or a transfer
+    to another cell line's shards, is scored anew) and on the kind of device that made them
+    (training on a GPU scores in bfloat16, the CPU in float32). Training scores in batches of
+    its own size, so a score can differ from a fresh one in the last bits of float32.
+    """
+    path, description = model_dir / VAL_PREDICTIONS, read_model_description(model_dir)
+    if not path.is_file() or description.get("val_predictions_sha256") != sha256_file(path):
+        return None
+    trained_on = str(description.get("device", "")).partition(" ")[0].partition(":")[0]  # "cuda:0", "cpu x 2"
+    if trained_on != torch.device(device).type:
+        return None
+    if description.get("data_manifest_sha256") != manifest_checksum(shard_manifest(shard_dir)):
+        return None
+    kept = pd.read_csv(path, sep="\t").set_index("pair_id")
+    ids = np.asarray(data.pair_id)
+    if len(kept) != len(ids) or not kept.index.isin(ids).all():
+        return None
+    return kept.loc[ids].reset_index()[["pair_id", "label", "score"]]
 
 
 def mean_probability(frames: list[pd.DataFrame]) -> pd.DataFrame:

@@ -2,7 +2,9 @@
 
 Outputs in `outdir`: `model.safetensors` (the weights of the epoch with the best
 validation AUPRC), `model.json` (model config, the shards' window spec and flank, training config,
-data manifest checksum, versions) and `train_log.tsv` (one row per epoch).
+data manifest checksum, versions), `train_log.tsv` (one row per epoch) and, for a model of one
+cell line, `val_predictions.tsv`: the best epoch's validation scores, which evaluation uses
+rather than score the validation split again (`evaluation.evaluate.training_validation`).
 
 A rolling checkpoint (model, optimiser, scheduler, RNG states, epoch, batch, best metric)
 is kept in `checkpoint_dir`, which must lie outside the rule's declared outputs: Snakemake
@@ -19,7 +21,6 @@ run therefore replays exactly what an uninterrupted one does, with any number of
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -31,15 +32,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import torch
 from safetensors.torch import save_file
 from sklearn.metrics import average_precision_score, roc_auc_score
 
+from epiformer.constants import VAL_PREDICTIONS
 from epiformer.data.batches import SpanBatches, batch_loader, check_shift, model_batches
-from epiformer.data.shards import load_split, shard_manifest
+from epiformer.data.shards import load_split, manifest_checksum, shard_manifest
+from epiformer.evaluation.metrics import write_predictions
 from epiformer.inference.devices import mixed_precision, select_device
 from epiformer.inference.trained_model import predict_split
-from epiformer.io.files import atomic_write, atomic_write_text
+from epiformer.io.files import atomic_write, atomic_write_text, sha256_file
 from epiformer.io.provenance import package_versions
 from epiformer.io.runlog import log_files, progress, setup_logging
 from epiformer.model.configs import ModelConfig, TrainConfig
@@ -318,16 +322,25 @@ def validation_metrics(scores: np.ndarray, labels: np.ndarray, source: np.ndarra
     }
 
 
+def validation_scores(run: _Run, val_data) -> dict[str, torch.Tensor]:
+    """The model's validation predictions (pair_id, label, score as float64), in the split's row order."""
+    config = run.config
+    scores, labels, ids = predict_split(run.model, val_data, 4 * config.batch_size, run.device, config.scoring_tokens)
+    return {
+        "pair_id": torch.from_numpy(ids.astype(np.int64)),
+        "label": torch.from_numpy(labels.astype(np.int64)),
+        "score": torch.from_numpy(scores.astype(np.float64)),
+    }
+
+
 def _epoch_row(
-    run: _Run, val_data, epoch: int, train_loss: float, seconds: float, tokens: int, fraction: float
+    run: _Run, val_scores: dict, val_data, epoch: int, train_loss: float, seconds: float, tokens: int, fraction: float
 ) -> dict:
     """One train_log.tsv row: training loss, validation metrics, speed, and how much of the epoch ran."""
-    config = run.config
-    scores, labels, _ = predict_split(run.model, val_data, 4 * config.batch_size, run.device, config.scoring_tokens)
     return {
         "epoch": epoch,
         "train_loss": train_loss,
-        **validation_metrics(scores, labels, val_data.source),
+        **validation_metrics(val_scores["score"].numpy(), val_scores["label"].numpy(), val_data.source),
         "learning_rate": run.scheduler.get_last_lr()[0],
         "seconds": seconds,
         "tokens_per_s": tokens / seconds,
@@ -363,6 +376,9 @@ def _train(
     if rank != 0:
         return {}
     best, history = progress.best, progress.history
+    if best["weights"] is not None and "val_scores" not in best:  # resumed from a checkpoint that predates them
+        run.model.load_state_dict(best["weights"])
+        best["val_scores"] = validation_scores(run, val_data)
     return write_outputs(outdir, best, history, model_config, train_config, manifest, run.device_name, budget_reached)
 
 
@@ -458,8 +474,10 @@ def _run_epochs(run: _Run, progress: _Progress, train_data, val_data) -> bool:
                 run, train_data, epoch, partial, stop, save_partial, budget - spent
             )
             progress.partial = None
-            row = _epoch_row(run, val_data, epoch, train_loss, time.perf_counter() - started, tokens, done / batches)
-            _record_epoch(run, progress, row)
+            seconds = time.perf_counter() - started  # training only: validation is outside the budget
+            scores = validation_scores(run, val_data)
+            row = _epoch_row(run, scores, val_data, epoch, train_loss, seconds, tokens, done / batches)
+            _record_epoch(run, progress, row, scores)
             if done < batches:
                 if run.rank == 0:
                     log.warning(
@@ -495,12 +513,12 @@ def _reason_to_stop(run: _Run, progress: _Progress, epoch: int, budget_spent: bo
     return None
 
 
-def _record_epoch(run: _Run, progress: _Progress, row: dict) -> None:
-    """Add an epoch's row; keep its weights when its validation AUPRC is the best so far; log; checkpoint."""
+def _record_epoch(run: _Run, progress: _Progress, row: dict, val_scores: dict) -> None:
+    """Add an epoch's row; keep its weights and validation scores when its AUPRC is the best so far; log; checkpoint."""
     progress.history.append(row)
     if row["val_auprc"] > progress.best["auprc"]:
         weights = {key: value.detach().cpu().clone() for key, value in run.model.state_dict().items()}
-        progress.best = {"auprc": row["val_auprc"], "epoch": row["epoch"], "weights": weights}
+        progress.best = {"auprc": row["val_auprc"], "epoch": row["epoch"], "weights": weights, "val_scores": val_scores}
     if run.rank == 0:
         log.info(
             "epoch %d: " + ", ".join(f"{k} %s" for k in list(row)[1:]), row["epoch"], *_fmt(list(row.values())[1:])
@@ -515,6 +533,10 @@ def write_outputs(
     atomic_write(outdir / "model.safetensors", lambda temporary: save_file(best["weights"], str(temporary)))
     lines = ["\t".join(LOG_COLUMNS)] + ["\t".join(str(row[c]) for c in LOG_COLUMNS) for row in history]
     atomic_write_text(outdir / "train_log.tsv", "\n".join(lines) + "\n")
+    kept_validation = None
+    if manifest.get("sources") is None:  # a pooled model's evaluation scores each cell line's validation split anew
+        kept_validation = outdir / VAL_PREDICTIONS
+        write_predictions(pd.DataFrame({k: v.numpy() for k, v in best["val_scores"].items()}), kept_validation)
     description = {
         "model": model_config.to_dict(),
         "parameters": sum(v.numel() for v in best["weights"].values()),
@@ -531,7 +553,9 @@ def write_outputs(
         "time_budget_reached": budget_reached,
         "device": str(device),
         "peak_memory_mb": peak_memory_mb(),
-        "data_manifest_sha256": hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest(),
+        "data_manifest_sha256": manifest_checksum(manifest),
+        # Ties the kept validation scores to these weights: evaluation ignores a file that does not match.
+        "val_predictions_sha256": sha256_file(kept_validation) if kept_validation else None,
         "versions": package_versions(),
     }
     atomic_write_text(outdir / "model.json", json.dumps(description, indent=2))
