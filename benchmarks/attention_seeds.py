@@ -14,6 +14,12 @@ them alike. A killed run resumes (finished seeds are read back). Usage:
 
     python benchmarks/attention_seeds.py --run runs/demo-long --seeds 3 --parallel 2 \\
         --work /tmp/attention_seeds --out docs/results/runs/demo_long/attention_seeds.tsv
+
+The same epochs for every attention instead of the same time (the recipe's 10 each, no
+budget), on a GPU with fla's kernels serving the delta rules' scans:
+
+    EPIFORMER_DELTA_KERNEL=fla python benchmarks/attention_seeds.py --max-minutes 0 \\
+        --device cuda --parallel 1 --work /tmp/attention_epochs
 """
 
 from __future__ import annotations
@@ -27,10 +33,10 @@ from seed_lottery import FOUND_WITHIN, oracle_and_ceiling, train_seed, training_
 ATTENTIONS = ["linear", "deltanet", "gated_deltanet"]
 
 
-def jobs(attentions: list[str], seeds: int, run: Path, work: Path, max_minutes: float | None) -> list[tuple]:
+def jobs(attentions: list[str], seeds: int, run: Path, work: Path, max_minutes: float | None, device: str) -> list:
     """seed_lottery.train_seed's jobs, seed by seed and attentions interleaved, each attention in its own folder."""
     return [
-        (seed, str(run), str(work / attention), max_minutes, attention)
+        (seed, str(run), str(work / attention), max_minutes, attention, device)
         for seed in range(seeds)
         for attention in attentions
     ]
@@ -69,7 +75,7 @@ def main() -> None:
     context = multiprocessing.get_context("spawn")
     with context.Pool(args.parallel, maxtasksperchild=1) as pool:  # a process each: its peak memory is its own
         for row in pool.imap_unordered(
-            train_seed, jobs(args.attentions, args.seeds, args.run, args.work, args.max_minutes)
+            train_seed, jobs(args.attentions, args.seeds, args.run, args.work, args.max_minutes, args.device)
         ):
             rows.append(row)
             print(f"{row['attention']} seed {row['seed']}: test AUROC {row['auroc']:.3f}, "

@@ -46,15 +46,15 @@ def recipe() -> tuple[dict, dict, int]:
     return model, train, {**base["windows"], **overlay["windows"]}["max_span"]
 
 
-def train_seed(job: tuple[int, str, str, float | None, str]) -> dict:
-    """Train and score one seed with one attention (in a worker process, one thread); returns its row."""
+def train_seed(job: tuple[int, str, str, float | None, str, str]) -> dict:
+    """Train and score one seed with one attention (in a worker process, one thread, on `device`); returns its row."""
     import torch
 
     from epiformer.evaluation.evaluate import evaluate_model
     from epiformer.model.configs import ModelConfig, TrainConfig, with_span_positions
     from epiformer.training.train import train_model
 
-    seed, run, work, max_minutes, attention = job
+    seed, run, work, max_minutes, attention, device = job
     torch.set_num_threads(1)
     model, train, max_span = recipe()
     model["attention"] = attention
@@ -63,9 +63,10 @@ def train_seed(job: tuple[int, str, str, float | None, str]) -> dict:
     folder = Path(work) / f"seed_{seed}"
     shards = results_dir(Path(run)) / "span_shards"
     if not (folder / "metrics.json").is_file():
-        config = TrainConfig(**{**train, "seed": seed, "threads": 1, "device": "cpu", "replicates": 1})
+        config = TrainConfig(**{**train, "seed": seed, "threads": 1, "device": device, "replicates": 1})
         train_model(str(shards), ModelConfig(**with_span_positions(model, max_span)), config, folder, folder / "ckpt")
-        evaluate_model(folder, shards, folder / "predictions.tsv", folder / "metrics.json", resamples=10)
+        metrics, predictions = folder / "metrics.json", folder / "predictions.tsv"
+        evaluate_model(folder, shards, predictions, metrics, resamples=10, device=device)
     description = json.loads((folder / "model.json").read_text())
     log = pd.read_csv(folder / "train_log.tsv", sep="\t")
     return {
@@ -127,7 +128,10 @@ def training_parser(description: str, work: str) -> argparse.ArgumentParser:
     parser.add_argument("--parallel", type=int, default=2, help="trainings at a time, one thread each")
     parser.add_argument("--work", type=Path, default=Path(work), help="where the models go")
     parser.add_argument("--out", type=Path, help="TSV of the table (default: print only)")
-    parser.add_argument("--max-minutes", type=float, help="override the recipe's time budget (a quick check)")
+    parser.add_argument(
+        "--max-minutes", type=float, help="override the recipe's time budget (0: none, the recipe's epochs each)"
+    )
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda: train and score on the GPU (one at a time)")
     return parser
 
 
@@ -136,7 +140,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=10, help="base seeds (trains this many + 2)")
     args = parser.parse_args()
     seeds = list(range(args.seeds + ENSEMBLE - 1))
-    jobs = [(seed, str(args.run), str(args.work), args.max_minutes, "linear") for seed in seeds]
+    jobs = [(seed, str(args.run), str(args.work), args.max_minutes, "linear", args.device) for seed in seeds]
     with multiprocessing.get_context("spawn").Pool(args.parallel) as pool:
         rows = []
         for row in pool.imap_unordered(train_seed, jobs):
