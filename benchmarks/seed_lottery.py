@@ -131,7 +131,7 @@ def training_parser(description: str, work: str) -> argparse.ArgumentParser:
     parser.add_argument(
         "--max-minutes", type=float, help="override the recipe's time budget (0: none, the recipe's epochs each)"
     )
-    parser.add_argument("--device", default="cpu", help="cpu, or cuda: train and score on the GPU (one at a time)")
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda: train and score on the GPU (with --parallel 1)")
     return parser
 
 

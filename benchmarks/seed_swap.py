@@ -84,8 +84,8 @@ def validation_by_epoch(run: Path, init: int, order: int, epochs: int, **swap) -
     training.EPITransformer = patched_model(init, **swap)
     record, history = training._record_epoch, []
 
-    def record_epoch(run_state, progress, row):
-        record(run_state, progress, row)
+    def record_epoch(run_state, progress, row, *rest):
+        record(run_state, progress, row, *rest)
         history.append(row["val_auroc"])
         if row["epoch"] >= epochs:
             raise EnoughEpochs

@@ -80,6 +80,12 @@ def test_evaluation_takes_training_validation_scores_only_with_their_weights_and
     assert sorted(load_split(again, "val").pair_id) == kept["pair_id"].tolist()
     reencoded = evaluate_model(folder, again, tmp_path / "p4.tsv", tmp_path / "m4.json", 10)
     assert reencoded["threshold"] == pytest.approx(fresh, rel=1e-6)
+    # Scores made on another kind of device (a GPU's, in bfloat16) do not stand for the CPU's.
+    on_gpu = {**description, "val_predictions_sha256": sha256_file(kept_path), "device": "cuda:0"}
+    description_path.write_text(json.dumps(on_gpu))
+    assert evaluate_model(folder, own, tmp_path / "p5.tsv", tmp_path / "m5.json", 10)["threshold"] == pytest.approx(
+        fresh, rel=1e-6
+    )
     # A file model.json does not vouch for (left from another training): scored anew.
     description_path.write_text(json.dumps(description))
     stale = evaluate_model(folder, own, tmp_path / "p3.tsv", tmp_path / "m3.json", 10)

@@ -14,7 +14,7 @@ from safetensors.torch import load_file
 
 from epiformer.data.genome import Genome
 from epiformer.data.shards import load_split
-from epiformer.inference.devices import mixed_precision, select_device
+from epiformer.inference.devices import device_label, labelled_device_type, mixed_precision, select_device
 from epiformer.inference.trained_model import ModelError, load_trained_model, predict_split
 from epiformer.sequence.onehot import one_hot
 
@@ -87,6 +87,15 @@ try:
 except RuntimeError as error:
     print("cuda ->", error)
 """
+
+
+@pytest.mark.parametrize(
+    "device, processes, label",
+    [("cpu", 1, "cpu"), ("cuda:1", 1, "cuda:1"), ("cuda", 4, "cuda x 4"), ("cpu", 2, "cpu x 2")],
+)
+def test_a_device_label_names_its_kind_of_device(device, processes, label):
+    assert device_label(torch.device(device), processes) == label
+    assert labelled_device_type(label) == torch.device(device).type
 
 
 def test_select_device_falls_back_to_the_cpu_loudly_and_refuses_cuda_without_a_gpu():

@@ -45,8 +45,9 @@ from sklearn.preprocessing import StandardScaler
 from epiformer import __version__
 from epiformer.constants import BASELINES, ELEMENTS, SCORED_SPLITS, SPLITS
 from epiformer.data.shards import ShardError, ShardSet, data_fields, load_split
-from epiformer.evaluation.metrics import compute_metrics, write_predictions
+from epiformer.evaluation.metrics import compute_metrics
 from epiformer.io.files import atomic_write_text, read_windows
+from epiformer.io.predictions import write_predictions
 from epiformer.sequence.onehot import crop, unpack
 
 log = logging.getLogger(__name__)

@@ -1,5 +1,8 @@
 """Scoring a trained model's validation and test splits into `predictions.tsv` and `metrics.json`.
 
+The validation split's scores are training's own where it kept them (`training_validation`);
+the test split is always scored here.
+
 The file formats and every metric are `epiformer.evaluation.metrics`'; the baselines write the same.
 An ensemble (`train.replicates` > 1) is scored replicate by replicate: each replicate's test
 predictions go to `replicates/{r}/predictions.tsv` beside the ensemble's predictions.tsv (for a
@@ -20,10 +23,11 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 
 from epiformer.constants import SCORED_SPLITS, VAL_PREDICTIONS
 from epiformer.data.shards import data_fields, load_split, manifest_checksum, shard_manifest
-from epiformer.evaluation.metrics import compute_metrics, write_predictions
-from epiformer.inference.devices import select_device
+from epiformer.evaluation.metrics import compute_metrics
+from epiformer.inference.devices import labelled_device_type, select_device
 from epiformer.inference.trained_model import load_trained_model, predict_split, read_model_description
 from epiformer.io.files import atomic_write_text, sha256_file
+from epiformer.io.predictions import write_predictions
 from epiformer.model.configs import SCORING_BATCH_SIZE, SCORING_TOKENS
 
 
@@ -38,7 +42,8 @@ def evaluate_model(
     device: str = "cpu",
     replicate_predictions: list | None = None,
 ) -> dict:
-    """Score validation and test splits with a trained model or ensemble; write predictions.tsv and metrics.json.
+    """Score a trained model or ensemble on the test split (and validation, where training kept no scores for it);
+    write predictions.tsv and metrics.json.
 
     For an ensemble, `replicate_predictions` are where each replicate's test predictions go, in
     the order of its model.json's `replicates` (the rule's declared outputs; default:
@@ -99,19 +104,19 @@ def training_validation(model_dir: Path, shard_dir, data, device) -> pd.DataFram
     stand in only for the shards they were made on (a pooled model's validation, or a transfer
     to another cell line's shards, is scored anew) and on the kind of device that made them
     (training on a GPU scores in bfloat16, the CPU in float32). Training scores in batches of
-    its own size, so a score can differ from a fresh one in the last bits of float32.
+    its own size, so a score can differ from a fresh one in the last bits of float32 (on a GPU,
+    in bfloat16's, by more).
     """
     path, description = model_dir / VAL_PREDICTIONS, read_model_description(model_dir)
     if not path.is_file() or description.get("val_predictions_sha256") != sha256_file(path):
         return None
-    trained_on = str(description.get("device", "")).partition(" ")[0].partition(":")[0]  # "cuda:0", "cpu x 2"
-    if trained_on != torch.device(device).type:
+    if labelled_device_type(str(description.get("device", ""))) != torch.device(device).type:
         return None
     if description.get("data_manifest_sha256") != manifest_checksum(shard_manifest(shard_dir)):
         return None
     kept = pd.read_csv(path, sep="\t").set_index("pair_id")
     ids = np.asarray(data.pair_id)
-    if len(kept) != len(ids) or not kept.index.isin(ids).all():
+    if not kept.index.is_unique or len(kept) != len(ids) or set(kept.index) != set(ids.tolist()):
         return None
     return kept.loc[ids].reset_index()[["pair_id", "label", "score"]]
 

@@ -1,14 +1,12 @@
 """The metrics of `metrics.json` and the paired comparisons, from scores alone (no PyTorch).
 
-`predictions.tsv`: pair_id, label, score (probability) for every test pair.
+`predictions.tsv`: pair_id, label, score (probability) for every test pair (`epiformer.io.predictions`).
 `metrics.json`: AUROC and AUPRC with seeded bootstrap 95% intervals, F1, MCC and balanced
 accuracy at the threshold that maximises F1 on the validation split, class counts and the
 split mode. Every value is scikit-learn's on `predictions.tsv` (tested).
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -20,9 +18,6 @@ from sklearn.metrics import (
     precision_recall_curve,
     roc_auc_score,
 )
-
-from epiformer.constants import SCORE_FORMAT
-from epiformer.io.files import atomic_write_text
 
 
 def best_f1_threshold(labels: np.ndarray, scores: np.ndarray) -> float:
@@ -129,9 +124,3 @@ def compute_metrics(test: pd.DataFrame, val: pd.DataFrame | None, resamples: int
             balanced_accuracy=float(balanced_accuracy_score(labels, predicted)),
         )
     return metrics
-
-
-def write_predictions(frame: pd.DataFrame, path) -> None:
-    """predictions.tsv (module docstring), by pair_id, atomically."""
-    text = frame.sort_values("pair_id").to_csv(sep="\t", index=False, float_format=SCORE_FORMAT)
-    atomic_write_text(Path(path), text)

@@ -24,6 +24,16 @@ def select_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def device_label(device: torch.device, processes: int = 1) -> str:
+    """How train_log.tsv and model.json name where a model trained: "cpu", "cuda:0", "cuda x 4" (data-parallel)."""
+    return f"{device.type} x {processes}" if processes > 1 else str(device)
+
+
+def labelled_device_type(label: str) -> str:
+    """The kind of device (cpu, cuda) a `device_label` names."""
+    return label.partition(" ")[0].partition(":")[0]
+
+
 def mixed_precision(device: torch.device):
     """bf16 autocast on CUDA; float32 on the CPU, where bf16 matmuls run ~100x slower without bf16 units."""
     return torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")

@@ -40,10 +40,10 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 from epiformer.constants import VAL_PREDICTIONS
 from epiformer.data.batches import SpanBatches, batch_loader, check_shift, model_batches
 from epiformer.data.shards import load_split, manifest_checksum, shard_manifest
-from epiformer.evaluation.metrics import write_predictions
-from epiformer.inference.devices import mixed_precision, select_device
+from epiformer.inference.devices import device_label, mixed_precision, select_device
 from epiformer.inference.trained_model import predict_split
 from epiformer.io.files import atomic_write, atomic_write_text, sha256_file
+from epiformer.io.predictions import write_predictions
 from epiformer.io.provenance import package_versions
 from epiformer.io.runlog import log_files, progress, setup_logging
 from epiformer.model.configs import ModelConfig, TrainConfig
@@ -376,7 +376,8 @@ def _train(
     if rank != 0:
         return {}
     best, history = progress.best, progress.history
-    if best["weights"] is not None and "val_scores" not in best:  # resumed from a checkpoint that predates them
+    if keeps_validation(manifest) and best["weights"] is not None and "val_scores" not in best:
+        # Resumed from a checkpoint written before validation scores were kept: score the kept weights.
         run.model.load_state_dict(best["weights"])
         best["val_scores"] = validation_scores(run, val_data)
     return write_outputs(outdir, best, history, model_config, train_config, manifest, run.device_name, budget_reached)
@@ -401,7 +402,7 @@ def _start_run(rank, world, model_config: ModelConfig, train_config: TrainConfig
         positive_weight=positive_weights(train_data).to(device),
         config=train_config,
         device=device,
-        device_name=f"{device.type} x {world}" if world > 1 else str(device),
+        device_name=device_label(device, world),
         checkpoint_dir=checkpoint_dir,
         fingerprint=run_fingerprint(model_config, train_config, manifest),
     )
@@ -526,6 +527,12 @@ def _record_epoch(run: _Run, progress: _Progress, row: dict, val_scores: dict) -
     _save(run, progress, None)
 
 
+def keeps_validation(manifest: dict) -> bool:
+    """Whether training keeps its validation scores (VAL_PREDICTIONS): for one cell line's shards only. A pooled
+    model's validation spans every cell line, and evaluation scores each cell line's own split anew."""
+    return manifest.get("sources") is None
+
+
 def write_outputs(
     outdir: Path, best, history, model_config, train_config, manifest, device, budget_reached: bool = False
 ) -> dict:
@@ -534,7 +541,7 @@ def write_outputs(
     lines = ["\t".join(LOG_COLUMNS)] + ["\t".join(str(row[c]) for c in LOG_COLUMNS) for row in history]
     atomic_write_text(outdir / "train_log.tsv", "\n".join(lines) + "\n")
     kept_validation = None
-    if manifest.get("sources") is None:  # a pooled model's evaluation scores each cell line's validation split anew
+    if keeps_validation(manifest):
         kept_validation = outdir / VAL_PREDICTIONS
         write_predictions(pd.DataFrame({k: v.numpy() for k, v in best["val_scores"].items()}), kept_validation)
     description = {
