@@ -65,8 +65,7 @@ def train_seed(job: tuple[int, str, str, float | None, str, str]) -> dict:
     if not (folder / "metrics.json").is_file():
         config = TrainConfig(**{**train, "seed": seed, "threads": 1, "device": device, "replicates": 1})
         train_model(str(shards), ModelConfig(**with_span_positions(model, max_span)), config, folder, folder / "ckpt")
-        metrics, predictions = folder / "metrics.json", folder / "predictions.tsv"
-        evaluate_model(folder, shards, predictions, metrics, resamples=10, device=device)
+        evaluate_model(folder, shards, folder / "predictions.tsv", folder / "metrics.json", resamples=10, device=device)
     description = json.loads((folder / "model.json").read_text())
     log = pd.read_csv(folder / "train_log.tsv", sep="\t")
     return {

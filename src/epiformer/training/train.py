@@ -323,7 +323,9 @@ def validation_metrics(scores: np.ndarray, labels: np.ndarray, source: np.ndarra
 
 
 def validation_scores(run: _Run, val_data) -> dict[str, torch.Tensor]:
-    """The model's validation predictions (pair_id, label, score as float64), in the split's row order."""
+    """The model's validation predictions (pair_id, label, score as float64), in the split's row order.
+
+    Tensors, not arrays: the best epoch's go into the checkpoint, which loads with weights_only=True."""
     config = run.config
     scores, labels, ids = predict_split(run.model, val_data, 4 * config.batch_size, run.device, config.scoring_tokens)
     return {
