@@ -2,6 +2,9 @@
 
 ELEMENTS = ("enhancer", "promoter")  # the two elements of a pair, in the order of every table and tensor
 SEGMENT_IDS = {"enhancer": 0, "promoter": 1, "between": 2}  # a span base's segment, as the model embeds it
+# What a span model reads between its elements: the genome's sequence, or that sequence shuffled (the length
+# control, `data.length_control`: same length, N runs and elements). Element models read "sequence".
+BETWEEN = ("sequence", "shuffled")
 SPLITS = ("train", "val", "test")
 SCORED_SPLITS = SPLITS[1:]  # what a fitted model is scored on: validation picks the threshold, test reports
 VAL_PREDICTIONS = "val_predictions.tsv"  # a model folder's validation scores from training (its best epoch)

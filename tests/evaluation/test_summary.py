@@ -39,6 +39,7 @@ EXISTING_COLUMNS = [
     "kind",
     "attention",
     "input",
+    "between",
     "auroc",
     "auroc_lo",
     "auroc_hi",
@@ -72,7 +73,7 @@ def write_predictions(path, pair_ids, labels, scores):
     return path
 
 
-def make_result(folder, cell, name, pair_ids, labels, scores, attention=None) -> ModelResult:
+def make_result(folder, cell, name, pair_ids, labels, scores, attention=None, **settings) -> ModelResult:
     """A finished (cell line, model or baseline): predictions.tsv, metrics.json and, for a model, model.json."""
     predictions = write_predictions(folder / cell / name / "predictions.tsv", pair_ids, labels, scores)
     frame = pd.read_csv(predictions, sep="\t")
@@ -84,7 +85,7 @@ def make_result(folder, cell, name, pair_ids, labels, scores, attention=None) ->
         description.write_text(
             json.dumps(
                 {
-                    "model": ModelConfig(attention=attention).to_dict(),
+                    "model": ModelConfig(attention=attention, **settings).to_dict(),
                     "parameters": 10,
                     "train_seconds": 1.0,
                     "tokens_per_s": 5.0,
@@ -143,6 +144,7 @@ def test_a_model_row_takes_its_values_from_metrics_json_and_model_json(tmp_path)
         "kind": "transformer",
         "attention": "softmax",
         "input": "elements",
+        "between": None,
         "auroc": 0.8125,
         "auroc_lo": 0.75,
         "auroc_hi": 0.875,
@@ -443,3 +445,36 @@ def test_replicates_section_sets_each_model_against_the_best_baseline_of_its_cel
     [line_b] = [line for line in lines if line.startswith("| b | linear")]
     assert line_a.endswith("| kmer 0.750: every replicate above |")
     assert line_b.endswith("| distance 0.610: within the spread |")
+
+
+def test_a_span_model_is_compared_with_its_length_control_and_the_summary_says_whether_it_gains(tmp_path):
+    labels, model, baseline = shared_difficulty(n=150)
+    ids = np.arange(150)
+    span = {"input": "span", "stem": "conv", "pool": "max"}
+    results = [
+        make_result(tmp_path, "x", "span", ids, labels, model, attention="linear", **span),
+        make_result(tmp_path, "x", "span_ctl", ids, labels, baseline, attention="linear", **span, between="shuffled"),
+        # Another span model whose settings differ beyond `between`: not span's control, and without one itself.
+        make_result(tmp_path, "x", "other", ids, labels, model, attention="softmax", **span),
+        make_result(tmp_path, "x", "distance", ids, labels, baseline[::-1].copy()),
+    ]
+    paths = [tmp_path / name for name in ("summary.tsv", "summary.md", "paired.tsv")]
+    write_summary(results, *paths, resamples=100, seed=0)
+    summary = pd.read_csv(paths[0], sep="\t").set_index("model")
+    paired = pd.read_csv(paths[2], sep="\t")
+    assert pd.isna(summary.loc["distance", "between"])  # a baseline reads no span
+    assert list(summary.loc[["span", "span_ctl", "other"], "between"]) == ["sequence", "shuffled", "sequence"]
+    controls = paired[paired["reference"] == "length_control"]
+    assert sorted(set(zip(controls["model"], controls["baseline"]))) == [("span", "span_ctl")]
+    for metric, score in METRICS.items():
+        row = controls[controls["metric"] == metric].iloc[0]
+        assert row["difference"] == pytest.approx(score(labels, model) - score(labels, baseline), abs=1e-4)
+        assert summary.loc["span", f"{metric}_diff_length_control"] == pytest.approx(row["difference"], abs=1e-4)
+        assert summary.loc["span", f"{metric}_diff_length_control_lo"] == row["lo"]
+    assert summary[["auroc_diff_length_control"]].drop(index="span").isna().all().all()
+    markdown = paths[1].read_text()
+    assert "## Span models against their length control" in markdown
+    line = next(line for line in markdown.splitlines() if line.startswith("| x | span | ") and "span_ctl" in line)
+    assert line.endswith("| yes |") == (controls[controls["metric"] == "auroc"]["lo"].item() > 0)
+    # The control is not a baseline: no "vs span_ctl" line in the baselines' table.
+    assert "span vs span_ctl" not in markdown

@@ -46,10 +46,10 @@ def schema_defaults(block: dict) -> dict:
 def test_model_defaults_are_the_schema_defaults():
     schema = schema_defaults(SCHEMA["models"]["additionalProperties"])
     fields = {field.name: field.default for field in dataclasses.fields(ModelConfig)}
-    # attention is required in the config; input, stem, pool and element_pool have no schema default, so that
-    # adding them left every trained model's settings (and results) as they were; max_positions is not a config
-    # key: the workflow derives it from windows.max_span (configs.with_span_positions)
-    unset = {"attention", "input", "stem", "pool", "element_pool", "max_positions"}
+    # attention is required in the config; input, stem, pool, element_pool and between have no schema default, so
+    # that adding them left every trained model's settings (and results) as they were; max_positions is not a
+    # config key: the workflow derives it from windows.max_span (configs.with_span_positions)
+    unset = {"attention", "input", "stem", "pool", "element_pool", "between", "max_positions"}
     assert set(schema) - {"pooled"} == set(fields) - unset
     assert (fields["stem"], fields["pool"]) == (STEMS[0], POOLS[0]) == ("linear", "mean")  # M7
     assert {key: fields[key] for key in schema if key != "pooled"} == {k: v for k, v in schema.items() if k != "pooled"}
@@ -210,3 +210,35 @@ def test_asking_for_more_shift_than_the_flank_raises(shard_dir, tmp_path):
     model = ModelConfig(**{**TINY_MODEL, "attention": "linear"})
     with pytest.raises(ValueError, match="hold 4 bp of flank"):
         train_model(shard_dir, model, TrainConfig(epochs=1, batch_size=8, max_shift=5), tmp_path / "o", tmp_path / "c")
+
+
+def test_every_span_model_gets_a_length_control_unless_told_otherwise():
+    from epiformer.model.configs import architecture, length_control_of, with_length_controls
+
+    models = {
+        "linear": {"attention": "linear"},
+        "span": {"attention": "linear", "input": "span", "replicates": 3},
+        "quiet": {"attention": "softmax", "input": "span", "length_control": False},
+        "own": {"attention": "linear", "input": "span", "d_model": 32},
+        "own_length_control": {"attention": "linear", "input": "span", "d_model": 32, "between": "shuffled"},
+    }
+    controlled = with_length_controls(models)
+    assert list(controlled) == ["linear", "span", "span_length_control", "quiet", "own", "own_length_control"]
+    assert controlled["span_length_control"] == {**models["span"], "between": "shuffled"}  # replicates too
+    assert controlled["own_length_control"] is models["own_length_control"]  # the config's own entry, as written
+    assert with_length_controls(models, default=False) == models
+    assert with_length_controls({"q": {**models["quiet"], "length_control": True}}, default=False).keys() == {
+        "q",
+        "q_length_control",
+    }
+    assert (
+        "length_control"
+        not in with_length_controls({"q": {**models["quiet"], "length_control": True}})["q_length_control"]
+    )
+    assert length_control_of(controlled, "span") == "span_length_control"
+    assert length_control_of(controlled, "own") == "own_length_control"
+    assert length_control_of(controlled, "quiet") is None and length_control_of(controlled, "linear") is None
+    assert length_control_of(controlled, "span_length_control") is None  # a control has no control
+    ModelConfig(**architecture(controlled["span_length_control"]))  # a valid model
+    with pytest.raises(ValueError, match="needs input: span"):
+        ModelConfig(between="shuffled")

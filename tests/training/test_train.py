@@ -465,3 +465,87 @@ def test_a_budget_spent_on_an_epochs_last_batch_ends_training_and_says_so(span_s
     log = pd.read_csv(tmp_path / "m" / "train_log.tsv", sep="\t")
     assert log["epoch"].tolist() == [1] and log["epoch_fraction"].tolist() == [1.0]
     assert description["time_budget_reached"] and description["epochs_trained"] == 1
+
+
+def span_token_counts(shard_dir, config, epoch) -> np.ndarray:
+    """The model tokens of each step of `epoch`, counted here from the shards and the batch plan."""
+    train = load_split(shard_dir, "train")
+    batches = SpanBatches(
+        train, config.max_tokens_per_batch, SPAN_MODEL.patch_size, shuffle=True, seed=config.seed, epoch=epoch
+    )
+    lengths = train.lengths - 2 * train.flank
+    return np.array([(-(-lengths[rows] // SPAN_MODEL.patch_size)).sum() for rows in batches.batches])
+
+
+def test_a_token_budget_stops_at_the_step_that_reaches_it_and_ends_the_schedule_there(span_shard_dir, tmp_path):
+    first, second = (
+        span_token_counts(span_shard_dir, span_config(), 1),
+        span_token_counts(span_shard_dir, span_config(), 2),
+    )
+    assert len(second) > 2
+    budget = int(first.sum() + second[:2].sum()) - 1  # reached by the second step of epoch 2
+    config = span_config(epochs=3, max_tokens=budget)
+    description = train_model(span_shard_dir, SPAN_MODEL, config, tmp_path / "m", tmp_path / "ckpt")
+    log = pd.read_csv(tmp_path / "m" / "train_log.tsv", sep="\t")
+    assert log["epoch"].tolist() == [1, 2]
+    assert log["tokens"].tolist() == [first.sum(), second[:2].sum()]
+    assert log["epoch_fraction"].tolist() == [1.0, pytest.approx(2 / len(second))]
+    assert description["tokens_trained"] == budget + 1 and description["token_budget_reached"]
+    assert description["epochs_trained"] == pytest.approx(1 + 2 / len(second))
+    assert not description["time_budget_reached"]
+    # The cosine schedule was laid over the steps the budget allows: it ends at 0 at the last one.
+    assert log["learning_rate"].iloc[-1] == pytest.approx(0.0, abs=1e-12)
+    assert saved_model_val_auroc(tmp_path / "m", span_shard_dir) == pytest.approx(
+        log.set_index("epoch").loc[description["best_epoch"], "val_auroc"], abs=1e-6
+    )
+    # Without a budget every step runs, over a schedule of all epochs.
+    unlimited = train_model(span_shard_dir, SPAN_MODEL, span_config(epochs=2), tmp_path / "u", tmp_path / "ckpt-u")
+    assert unlimited["epochs_trained"] == 2 and not unlimited["token_budget_reached"]
+    assert unlimited["tokens_trained"] == first.sum() + second.sum()
+
+
+def _busy(seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+
+
+def test_a_token_budget_trains_the_same_model_on_a_quiet_and_a_loaded_machine(span_shard_dir, tmp_path):
+    """Where the run ends depends on the data alone: a CPU-bound process beside it changes nothing."""
+    import multiprocessing
+
+    first = span_token_counts(span_shard_dir, span_config(), 1)
+    config = span_config(epochs=3, max_tokens=int(first.sum() * 1.5))
+    quiet = train_model(span_shard_dir, SPAN_MODEL, config, tmp_path / "quiet", tmp_path / "ckpt-quiet")
+    hogs = [multiprocessing.get_context("spawn").Process(target=_busy, args=(120,)) for _ in range(2)]
+    for hog in hogs:
+        hog.start()
+    try:
+        loaded = train_model(span_shard_dir, SPAN_MODEL, config, tmp_path / "loaded", tmp_path / "ckpt-loaded")
+    finally:
+        for hog in hogs:
+            hog.terminate()
+            hog.join()
+    assert loaded["tokens_trained"] == quiet["tokens_trained"] and loaded["best_epoch"] == quiet["best_epoch"]
+    assert (
+        load_file(tmp_path / "quiet" / "model.safetensors").keys()
+        == load_file(tmp_path / "loaded" / "model.safetensors").keys()
+    )
+    for name, value in load_file(tmp_path / "quiet" / "model.safetensors").items():
+        assert torch.equal(value, load_file(tmp_path / "loaded" / "model.safetensors")[name]), name
+    assert same_predictions(span_shard_dir, tmp_path, "quiet", "loaded")
+
+
+def test_two_processes_stop_together_at_a_token_budget(span_shard_dir, tmp_path):
+    config = span_config(epochs=3, devices=2, max_tokens=1)  # reached by the first step of both processes
+    description = train_model(span_shard_dir, SPAN_MODEL, config, tmp_path / "two", tmp_path / "ckpt")
+    log = pd.read_csv(tmp_path / "two" / "train_log.tsv", sep="\t")
+    train = load_split(span_shard_dir, "train")
+    lengths = train.lengths - 2 * train.flank
+    batches = [
+        SpanBatches(train, 2_000, SPAN_MODEL.patch_size, shuffle=True, seed=0, epoch=1, rank=rank, world_size=2)
+        for rank in (0, 1)
+    ]
+    first_step = sum(int((-(-lengths[b.batches[0]] // SPAN_MODEL.patch_size)).sum()) for b in batches)
+    assert log["epoch"].tolist() == [1] and log["tokens"].tolist() == [first_step]
+    assert description["token_budget_reached"] and description["device"] == "cpu x 2"

@@ -39,9 +39,10 @@ def long_run(tmp_path_factory):
         "max_distance": TINY_LONG_DEMO.max_distance,
     }
     config["windows"].update(max_span=12_000)  # some tiny-demo spans are longer: they are dropped for every model
+    config["length_control"] = False  # on for linear_span alone: a model's own setting wins
     config["models"] = {
         "linear": {"attention": "linear", **TINY_MODEL},
-        "linear_span": {"attention": "linear", **SPAN_MODEL},
+        "linear_span": {"attention": "linear", **SPAN_MODEL, "length_control": True},
         "softmax_span": {"attention": "softmax", **SPAN_MODEL},
         "gated_deltanet_span": {"attention": "gated_deltanet", **SPAN_MODEL},  # the delta rules take every tool too
     }
@@ -101,7 +102,24 @@ def test_summary_has_the_input_column_the_ceiling_and_the_cost_figure(long_run):
     assert_figure(long_run / "plots" / "cost.png")
 
 
-@pytest.mark.parametrize("model", ["linear_span", "gated_deltanet_span"])
+def test_the_span_model_has_its_length_control_beside_it_and_only_it(long_run):
+    summary = pd.read_csv(long_run / "summary.tsv", sep="\t").set_index("model")
+    assert "linear_span_length_control" in summary.index and "softmax_span_length_control" not in summary.index
+    assert summary.loc["linear_span", "between"] == "sequence"
+    assert summary.loc["linear_span_length_control", "between"] == "shuffled"
+    paired = pd.read_csv(long_run / "paired_comparison.tsv", sep="\t")
+    control = paired[(paired["reference"] == "length_control") & (paired["metric"] == "auroc")]
+    assert list(zip(control["model"], control["baseline"])) == [("linear_span", "linear_span_length_control")]
+    assert summary.loc["linear_span", "auroc_diff_length_control"] == pytest.approx(
+        summary.loc["linear_span", "auroc"] - summary.loc["linear_span_length_control", "auroc"], abs=1e-3
+    )
+    description = json.loads((long_run / "demo_long" / "linear_span_length_control" / "model.json").read_text())
+    reference = json.loads((long_run / "demo_long" / "linear_span" / "model.json").read_text())
+    assert description["model"] == {**reference["model"], "between": "shuffled"}
+    assert "Span models against their length control" in (long_run / "summary.md").read_text()
+
+
+@pytest.mark.parametrize("model", ["linear_span", "gated_deltanet_span", "linear_span_length_control"])
 def test_epiformer_predict_scores_a_span_model_as_the_workflow_did(long_run, tmp_path, model):
     """The whole pairs file through `epiformer predict`: every test pair scored as evaluation scored it (1e-6),
     in batches of another size; pairs whose span is longer than the model's max_span left unscored, by reason."""
@@ -230,13 +248,16 @@ def test_span_models_are_explained_over_the_whole_span(long_run):
 
 def test_the_long_demo_overlay_replicates_the_span_model_and_trains_the_rest_once(tmp_path):
     # As `make demo-long` runs it: linear_span's seed lottery (one seed in three to five misses the
-    # insulator) is met by an ensemble of its replicates; softmax_span runs out of budget in any seed.
+    # insulator) is met by an ensemble of its replicates, and so is its length control; softmax_span runs
+    # out of budget in any seed and has no control.
     for name in ("config", "data"):
         (tmp_path / name).symlink_to(REPO / name)
     overlay = REPO / "config" / "demo_long.yaml"
     run = snakemake(tmp_path, "-s", str(REPO / "Snakefile"), "--configfile", str(overlay), "-n")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     counts = job_counts(run.stdout + run.stderr)
-    assert counts["train_replicate"] == 3 and counts["ensemble"] == 1 and counts["evaluate_replicated"] == 1
+    assert counts["train_replicate"] == 6 and counts["ensemble"] == 2 and counts["evaluate_replicated"] == 2
+    assert "linear_span_length_control/replicates/3/model.safetensors" in run.stdout + run.stderr
+    assert "softmax_span_length_control" not in run.stdout + run.stderr
     assert counts["train"] == 3 and counts["evaluate"] == 3  # linear, softmax, softmax_span
     assert "transfer" not in counts  # one cell line: its transfer matrix would be each model's test AUROC again

@@ -26,7 +26,13 @@ try:
     from epiformer.data.splits import SplitSpec
     from epiformer.data.windows import WindowSpec
     from epiformer.io.configfile import check_numbers
-    from epiformer.model.configs import ModelConfig, TrainConfig, architecture, with_span_positions
+    from epiformer.model.configs import (
+        ModelConfig,
+        TrainConfig,
+        architecture,
+        with_length_controls,
+        with_span_positions,
+    )
     from epiformer.training.replicates import replicate_names
 except ModuleNotFoundError:
     raise ModuleNotFoundError(
@@ -36,6 +42,8 @@ except ModuleNotFoundError:
 
 check_numbers(config)
 validate(config, schema="../schemas/config.schema.yaml")
+# Every span model beside its length control (config key length_control), as a model of its own.
+config["models"] = with_length_controls(config["models"], config["length_control"])
 
 samples = pd.read_csv(config["samples"], sep="\t", dtype=str, comment="#").fillna("")
 validate(samples, schema="../schemas/samples.schema.yaml")
@@ -140,6 +148,8 @@ def train_params(model, replicate=None):
     either re-runs nothing it does not change)."""
     skip = ("replicates",) + (() if model in SPAN_MODELS else SPAN_ONLY_TRAIN_KEYS)
     params = {key: value for key, value in config["train"].items() if key not in skip}
+    if "max_tokens" in config["models"][model]:  # the model's own budget
+        params["max_tokens"] = config["models"][model]["max_tokens"]
     if replicate is not None:
         params["seed"] = TRAIN_CONFIG.replicate_seed(int(replicate))
     return params
@@ -298,7 +308,10 @@ def all_outputs():
 
 
 # Models of one cell line that read spans: explained over the whole span (rule span_attributions).
-CELL_SPAN_MODELS = [name for name in CELL_MODELS if name in SPAN_MODELS]
+# A length control reads shuffled sequence between its elements: nothing there to explain.
+CELL_SPAN_MODELS = [
+    name for name in CELL_MODELS if name in SPAN_MODELS and ModelConfig(**model_config(name)).between == "sequence"
+]
 SPAN_EXPLAIN_KEYS = ("span_pairs", "span_method", "steps")  # what explaining a span model reads of `explain:`
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from epiformer.constants import ELEMENTS, SEGMENT_IDS
+from epiformer.data.length_control import spans_read_as
 from epiformer.data.shards import ShardSet, Spans, segment_ids
 from epiformer.sequence.onehot import crop, reverse_complement, unpack
 
@@ -217,11 +218,21 @@ class SpanBatches(torch.utils.data.Dataset):
         return bases, segments
 
 
-def model_batches(model_input: str, data, batch_size: int, max_tokens: int, patch_size: int, **augmentation):
-    """The batches a model reads, decided by what it reads (`ModelConfig.input`) and checked against the data.
+def model_batches(
+    model_input: str,
+    data,
+    batch_size: int,
+    max_tokens: int,
+    patch_size: int,
+    between: str = "sequence",
+    **augmentation,
+):
+    """The batches a model reads, decided by what it reads (`ModelConfig.input`, `.between`) and checked against
+    the data.
 
     `elements`: PairBatches of `batch_size` pairs from window shards; `span`: SpanBatches of at
-    most `max_tokens` model tokens (`patch_size` bases each) from span shards.
+    most `max_tokens` model tokens (`patch_size` bases each) from span shards, their between
+    segment shuffled for a length control (`between` "shuffled", `data.length_control`).
     """
     spans = isinstance(data, Spans)
     if (model_input == "span") != spans:
@@ -229,5 +240,7 @@ def model_batches(model_input: str, data, batch_size: int, max_tokens: int, patc
         wanted = "span shards (results/{cell}/span_shards)" if model_input == "span" else "element-window shards"
         raise ValueError(f"A model of input {model_input!r} reads {wanted}, but was given {given}.")
     if spans:
-        return SpanBatches(data, max_tokens, patch_size, **augmentation)
+        return SpanBatches(spans_read_as(data, between), max_tokens, patch_size, **augmentation)
+    if between != "sequence":
+        raise ValueError(f"between {between!r} (a length control) is for span models; this model reads elements.")
     return PairBatches(data, batch_size, **augmentation)

@@ -56,9 +56,11 @@ from epiformer.constants import DISTANCE_BINS, DISTANCE_STRATA
 from epiformer.evaluation.distance import MATCHED_COLUMNS, REFERENCE, distance_evaluation, with_distances
 from epiformer.evaluation.metrics import fast_average_precision, fast_roc_auc, paired_bootstrap_difference
 from epiformer.io.files import atomic_write_text
+from epiformer.model.configs import length_control_of
 
 # sklearn's values (tested equal), fast enough for models x baselines x 1000 resamples
 PAIRED_METRICS = {"auroc": fast_roc_auc, "auprc": fast_average_precision}
+LENGTH_CONTROL = "length_control"  # the summary's paired columns of a span model against its length control
 
 
 @dataclass
@@ -117,6 +119,10 @@ def summary_row(result: ModelResult) -> dict:
         "attention": description["model"]["attention"] if description else None,
         # Baselines read the element windows (and their distance); models say what they read.
         "input": description["model"]["input"] if description else "elements",
+        # A span model's between-sequence: the genome's, or shuffled (its length control); empty otherwise.
+        "between": description["model"].get("between", "sequence")
+        if description and _reads_span(description)
+        else None,
         "auroc": metrics["auroc"],
         "auroc_lo": metrics["auroc_ci95"][0],
         "auroc_hi": metrics["auroc_ci95"][1],
@@ -135,6 +141,10 @@ def summary_row(result: ModelResult) -> dict:
         **dropped_counts(result.windows_stats),
         **replicate_columns(metrics, description),
     }
+
+
+def _reads_span(description: dict) -> bool:
+    return description["model"]["input"] == "span"
 
 
 REPLICATE_COLUMNS = [
@@ -188,6 +198,7 @@ PAIRED_COLUMNS = [
     "cell_line",
     "model",
     "baseline",
+    "reference",  # what `baseline` is: a "baseline", or the model's "length_control" (a span model's)
     "metric",
     "model_value",
     "baseline_value",
@@ -243,8 +254,11 @@ def paired_comparison(results: list[ModelResult], resamples: int = 1000, seed: i
     rows = []
     for cell in dict.fromkeys(result.cell_line for result in results):
         here = [result for result in results if result.cell_line == cell]
+        baselines = [result for result in here if not result.description]
         for model in (result for result in here if result.description):
-            for baseline in (result for result in here if not result.description):
+            control = length_control_result(here, model)
+            references = [(b, "baseline") for b in baselines] + ([(control, "length_control")] if control else [])
+            for baseline, reference in references:
                 pairs = paired_predictions(model.predictions, baseline.predictions)
                 labels = pairs["label"].to_numpy(int)
                 model_scores = pairs["score_model"].to_numpy(float)
@@ -256,6 +270,7 @@ def paired_comparison(results: list[ModelResult], resamples: int = 1000, seed: i
                             "cell_line": cell,
                             "model": model.model,
                             "baseline": baseline.model,
+                            "reference": reference,
                             "metric": metric,
                             "model_value": float(score(labels, model_scores)),
                             "baseline_value": float(score(labels, baseline_scores)),
@@ -273,17 +288,34 @@ def paired_comparison(results: list[ModelResult], resamples: int = 1000, seed: i
     return pd.DataFrame(rows, columns=PAIRED_COLUMNS)
 
 
+def length_control_result(results: list[ModelResult], model: ModelResult) -> ModelResult | None:
+    """Among one cell line's `results`, the length control of span model `model` (`configs.length_control_of`)."""
+    settings = {result.model: _model_settings(result.description) for result in results if result.description}
+    control = length_control_of(settings, model.model)
+    return next((result for result in results if result.model == control), None)
+
+
+def _model_settings(description: Path) -> dict:
+    return json.loads(Path(description).read_text())["model"]
+
+
 def with_paired_columns(table: pd.DataFrame, paired: pd.DataFrame) -> pd.DataFrame:
-    """`table` (summary rows) with {metric}_diff_{baseline}[_lo, _hi] for each baseline row's model, from `paired`.
+    """`table` (summary rows) with {metric}_diff_{baseline}[_lo, _hi] for each baseline row's model, and
+    {metric}_diff_length_control[_lo, _hi] for span models with a length control, from `paired`.
 
     Values fill the rows of Transformer models; baseline rows, and comparisons `paired` lacks, stay NaN.
     """
+    paired = with_reference(paired)
     values = {}
     for row in paired.itertuples():
+        reference = row.baseline if row.reference == "baseline" else LENGTH_CONTROL
         for suffix, value in (("", row.difference), ("_lo", row.lo), ("_hi", row.hi)):
-            values[(row.cell_line, row.model, f"{row.metric}_diff_{row.baseline}{suffix}")] = value
+            values[(row.cell_line, row.model, f"{row.metric}_diff_{reference}{suffix}")] = value
     table = table.copy()
-    for baseline in dict.fromkeys(table.loc[table["kind"] == "baseline", "model"]):
+    references = list(dict.fromkeys(table.loc[table["kind"] == "baseline", "model"]))
+    if (paired["reference"] == "length_control").any():
+        references.append(LENGTH_CONTROL)
+    for baseline in references:
         for metric in PAIRED_METRICS:
             for suffix in ("", "_lo", "_hi"):
                 column = f"{metric}_diff_{baseline}{suffix}"
@@ -567,13 +599,47 @@ def paired_markdown(paired: pd.DataFrame) -> list[str]:
         "| cell line | model vs baseline | Δ AUROC [95% CI] | excludes 0 | Δ AUPRC [95% CI] | excludes 0 |",
         "|---|---|---|---|---|---|",
     ]
+    paired = with_reference(paired)
     by_metric = paired.set_index(["cell_line", "model", "baseline", "metric"])
-    for cell, model, baseline in dict.fromkeys(zip(paired["cell_line"], paired["model"], paired["baseline"])):
+    baselines = paired[paired["reference"] == "baseline"]
+    for cell, model, baseline in dict.fromkeys(zip(baselines["cell_line"], baselines["model"], baselines["baseline"])):
         cells = []
         for metric in PAIRED_METRICS:
             row = by_metric.loc[(cell, model, baseline, metric)]
             cells += [f"{row.difference:+.3f} [{row.lo:+.3f}, {row.hi:+.3f}]", _verdict(row.lo, row.hi)]
         lines.append(f"| {cell} | {model} vs {baseline} | " + " | ".join(cells) + " |")
+    return lines + length_control_markdown(paired)
+
+
+def with_reference(paired: pd.DataFrame) -> pd.DataFrame:
+    """A paired table with its `reference` column; a table written before controls existed compares baselines only."""
+    return paired if "reference" in paired else paired.assign(reference="baseline")
+
+
+def length_control_markdown(paired: pd.DataFrame) -> list[str]:
+    """The summary.md section of span models against their length controls: what the between-sequence gives."""
+    controls = paired[(paired["reference"] == "length_control") & (paired["metric"] == "auroc")]
+    if controls.empty:
+        return []
+    lines = [
+        "",
+        "## Span models against their length control",
+        "",
+        "A span's length is its distance. Each span model's length control reads the same spans with the bases "
+        "between the elements shuffled (same length, N runs, composition and elements): Δ = span model − control, "
+        "on the same test pairs, paired bootstrap 95% interval. The between-sequence gives something only where "
+        "the interval lies above 0.",
+        "",
+        "| cell line | span model | AUROC | its length control | control AUROC | Δ AUROC [95% CI] "
+        "| gain beyond length |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in controls.itertuples():
+        verdict = "yes" if row.lo > 0 else ("no: the control is better" if row.hi < 0 else "no (within the interval)")
+        lines.append(
+            f"| {row.cell_line} | {row.model} | {row.model_value:.3f} | {row.baseline} | {row.baseline_value:.3f} | "
+            f"{row.difference:+.3f} [{row.lo:+.3f}, {row.hi:+.3f}] | {verdict} |"
+        )
     return lines
 
 

@@ -137,7 +137,8 @@ def predict_split(
     """
     device = torch.device(device)
     model.eval()
-    batches = model_batches(model.config.input, data, batch_size, max_tokens, model.config.patch_size)
+    config = model.config
+    batches = model_batches(config.input, data, batch_size, max_tokens, config.patch_size, config.between)
     scores, labels, ids, rows = [], [], [], []
     for index, batch in enumerate(batch_loader(batches)):
         with mixed_precision(device):

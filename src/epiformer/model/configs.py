@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from epiformer.constants import BETWEEN
+
 # linear: M7's ELU+1 kernel; softmax: its twin; deltanet and gated_deltanet: the delta rule and the
 # gated delta rule, each scanned forward and backward (model.delta_rule).
 ATTENTIONS = ("linear", "softmax", "deltanet", "gated_deltanet")
@@ -48,6 +50,9 @@ class ModelConfig:
     stem: str = "linear"
     pool: str = "mean"  # "mean" (M7) or "max" over valid tokens
     element_pool: bool = False  # the head also reads each element's tokens pooled on their own
+    # A span model's between segment: "sequence" (the genome's) or "shuffled", the length control
+    # (`data.length_control`: same length, N runs and elements, its bases shuffled).
+    between: str = "sequence"
     # Tokens over which positions must stay distinct: the workflow sets it for a span model to
     # the longest span windows.max_span allows, in tokens. 0: the standard table (base 10,000,
     # whose longest wavelength, 2 pi 10,000^((d - 2) / d) tokens, ~35k at d_model 32, is the
@@ -61,6 +66,10 @@ class ModelConfig:
             raise ValueError(f"input must be one of {', '.join(INPUTS)}, not {self.input!r}")
         if self.stem not in STEMS:
             raise ValueError(f"stem must be one of {', '.join(STEMS)}, not {self.stem!r}")
+        if self.between not in BETWEEN:
+            raise ValueError(f"between must be one of {', '.join(BETWEEN)}, not {self.between!r}")
+        if self.between != "sequence" and self.input != "span":
+            raise ValueError(f"between {self.between!r} (the length control) needs input: span")
         if self.pool not in POOLS:
             raise ValueError(f"pool must be one of {', '.join(POOLS)}, not {self.pool!r}")
         if self.d_model % self.n_heads:
@@ -82,13 +91,55 @@ class ModelConfig:
 
 
 # Keys of a config's `models:` entry that say how the model is trained, not what it is: `pooled` (on
-# every cell line) and `replicates` (the model's own train.replicates).
-MODEL_TRAINING_KEYS = ("pooled", "replicates")
+# every cell line), `replicates` and `max_tokens` (the model's own train.replicates and train.max_tokens),
+# and `length_control` (the model's own top-level length_control: whether a span model gets one).
+MODEL_TRAINING_KEYS = ("pooled", "replicates", "max_tokens", "length_control")
 
 
 def architecture(entry: dict) -> dict:
     """A config's `models:` entry less MODEL_TRAINING_KEYS: ModelConfig's keyword arguments."""
     return {key: value for key, value in entry.items() if key not in MODEL_TRAINING_KEYS}
+
+
+LENGTH_CONTROL_SUFFIX = "_length_control"  # the name of a span model's length control: `<name>_length_control`
+
+
+def with_length_controls(models: dict, default: bool = True) -> dict:
+    """A config's `models:` with, after each span model that reads the genome's between-sequence, its length
+    control (`<name>_length_control`: the same entry with `between: shuffled`, `data.length_control`).
+
+    `default` is the config's `length_control`; a model's own `length_control` overrides it. An entry of
+    the control's name the config gives itself is kept as it is (say, with fewer replicates).
+    """
+    controlled = {}
+    for name, entry in models.items():
+        controlled.setdefault(name, entry)
+        wanted = entry.get("length_control", default)
+        if wanted and entry.get("input") == "span" and entry.get("between", "sequence") == "sequence":
+            control = name + LENGTH_CONTROL_SUFFIX
+            made = {key: value for key, value in entry.items() if key != "length_control"}
+            controlled.setdefault(control, models.get(control, {**made, "between": "shuffled"}))
+    return controlled
+
+
+def length_control_of(models: dict, name: str) -> str | None:
+    """The name of model `name`'s length control among `models` (a config's, or ModelConfig dicts), if it has one:
+    the model whose settings differ from its own only in `between: shuffled`."""
+
+    def settings(entry: dict) -> dict:
+        return {key: value for key, value in architecture(entry).items() if key != "between"}
+
+    entry = models[name]
+    if entry.get("between", "sequence") != "sequence":
+        return None
+    return next(
+        (
+            other
+            for other, candidate in models.items()
+            if candidate.get("between") == "shuffled" and settings(candidate) == settings(entry)
+        ),
+        None,
+    )
 
 
 def with_span_positions(settings: dict, max_span: int) -> dict:
@@ -128,6 +179,9 @@ class TrainConfig:
     patience: int = 0  # epochs without a better validation AUPRC before stopping; 0 never stops early
     devices: int = 1  # data-parallel processes (DDP); batch_size is the global batch
     max_tokens_per_batch: int = 16384  # span models: model tokens in each process's batch, padding included
+    # Training budget in model tokens (padding left out), all processes together; 0: none. It ends training
+    # at the same step on any machine, and the learning-rate schedule ends there with it.
+    max_tokens: int = 0
     max_minutes: float = 0.0  # training time budget; when spent, mid-epoch if need be, the best epoch so far is kept
     checkpoint_minutes: float = 10.0  # also checkpoint within an epoch this often (0: at epoch ends only)
     replicates: int = 1  # models trained per (cell line, model), seeds seed, seed + 1, ...; scored as their ensemble
@@ -144,6 +198,8 @@ class TrainConfig:
     def __post_init__(self):
         if self.replicates < 1:
             raise ValueError(f"train.replicates must be 1 (one model) or more, not {self.replicates}")
+        if self.max_tokens < 0:
+            raise ValueError(f"train.max_tokens must be 0 (no budget) or more, not {self.max_tokens}")
         if self.max_minutes < 0:
             raise ValueError(f"train.max_minutes must be 0 (no budget) or more, not {self.max_minutes}")
         if self.max_tokens_per_batch < 1:

@@ -68,8 +68,9 @@ LOG_COLUMNS = [
     "learning_rate",
     "seconds",
     "tokens_per_s",
+    "tokens",  # model tokens trained on in the epoch, all processes together (what train.max_tokens counts)
     "device",
-    "epoch_fraction",  # below 1 only for an epoch that train.max_minutes cut short
+    "epoch_fraction",  # below 1 only for an epoch that a budget (train.max_tokens or max_minutes) cut short
 ]
 
 
@@ -158,12 +159,11 @@ def _distributed_worker(rank: int, world: int, port: int, log_paths: list[str], 
         torch.distributed.destroy_process_group()
 
 
-def _optimisation(model, train_config: TrainConfig, steps_per_epoch: int):
-    """AdamW with linear warm-up then cosine decay over all steps."""
+def _optimisation(model, train_config: TrainConfig, total: int):
+    """AdamW with linear warm-up then cosine decay over all `total` steps the run will take."""
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=train_config.learning_rate, weight_decay=train_config.weight_decay
     )
-    total = steps_per_epoch * train_config.epochs
     warmup = max(1, int(total * train_config.warmup_fraction))
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: learning_rate_factor(s, warmup, total))
     return optimizer, scheduler
@@ -186,8 +186,53 @@ def _epoch_batches(train_data, model_config: ModelConfig, train_config: TrainCon
     }
     batch_size, max_tokens = train_config.batch_size // world, train_config.max_tokens_per_batch
     return model_batches(
-        model_config.input, train_data, batch_size, max_tokens, model_config.patch_size, **augmentation
+        model_config.input,
+        train_data,
+        batch_size,
+        max_tokens,
+        model_config.patch_size,
+        model_config.between,
+        **augmentation,
     )
+
+
+def step_tokens(train_data, model_config: ModelConfig, train_config: TrainConfig, epoch: int, world: int) -> np.ndarray:
+    """int64 [steps]: the model tokens (padding left out) of each step of `epoch`, all processes together.
+
+    Every process computes the same numbers from the batch plans alone, so a token budget
+    stops all of them at the same step with no message between them, on any machine.
+    """
+    patch = model_config.patch_size
+    ranks = [_epoch_batches(train_data, model_config, train_config, epoch, rank, world) for rank in range(world)]
+    return np.sum([_batch_tokens(batches, patch) for batches in ranks], axis=0).astype(np.int64)
+
+
+def _batch_tokens(batches, patch_size: int) -> np.ndarray:
+    """int64 [batches]: model tokens in each batch of a PairBatches or SpanBatches, padding left out."""
+    if isinstance(batches, SpanBatches):
+        return np.array([(-(-batches.span_lengths[rows] // patch_size)).sum() for rows in batches.batches], np.int64)
+    per_pair = sum(-(-width // patch_size) for width in batches.shards.widths.values())
+    return np.array([per_pair * len(rows) for rows in batches.batches], np.int64)
+
+
+def budget_plan(train_data, model_config: ModelConfig, train_config: TrainConfig, world: int) -> list[np.ndarray]:
+    """Each epoch's step tokens (`step_tokens`), cut where train.max_tokens is reached: the steps the run takes.
+
+    Training stops after the step that reaches the budget; epochs past it are left out. With no
+    budget, every step of every epoch. The learning-rate schedule is laid over these steps.
+    """
+    plan, spent = [], 0
+    for epoch in range(1, train_config.epochs + 1):
+        tokens = step_tokens(train_data, model_config, train_config, epoch, world)
+        if train_config.max_tokens:
+            if spent >= train_config.max_tokens:
+                break
+            reached = np.flatnonzero(spent + np.cumsum(tokens) >= train_config.max_tokens)
+            if len(reached):
+                tokens = tokens[: reached[0] + 1]
+        plan.append(tokens)
+        spent += int(tokens.sum())
+    return plan
 
 
 @dataclass
@@ -206,6 +251,7 @@ class _Run:
     device_name: str  # as train_log.tsv and model.json record it, e.g. "cuda x 4"
     checkpoint_dir: Path
     fingerprint: str
+    plan: list[np.ndarray]  # `budget_plan`: the tokens of each step each epoch takes
 
 
 def _train_epoch(
@@ -214,14 +260,14 @@ def _train_epoch(
     """One pass over this process's batches, from a mid-epoch checkpoint when there is one.
 
     Returns the mean training loss over all processes, the batches done (all of them, unless
-    the time budget `seconds_left` ran out first), this process's batches, and the model
-    tokens of the batches done (this process's count times the processes: exact for window
-    pairs, close for spans). `save(partial)` writes a mid-epoch checkpoint; on a stop request it is
-    written before TrainingInterrupted is raised.
+    the token budget's plan or the time budget `seconds_left` ends the epoch first), this
+    process's batches, and the model tokens of the batches done, all processes together.
+    `save(partial)` writes a mid-epoch checkpoint; on a stop request it is written before
+    TrainingInterrupted is raised.
     """
     config = run.config
-    patch = run.model.config.patch_size
     batches = _epoch_batches(train_data, run.model.config, config, epoch, run.rank, run.world)
+    planned = len(run.plan[epoch - 1])  # fewer than len(batches) where train.max_tokens ends the run
     start = partial["batches_done"] if partial else 0
     losses = [torch.tensor(value) for value in partial["losses"]] if partial else []
     seed_dropout(config.seed, epoch, run.rank)
@@ -232,8 +278,11 @@ def _train_epoch(
     description = f"epoch {epoch}/{config.epochs}" if run.rank == 0 else ""
     last_saved = started = time.monotonic()
     done = len(batches)
-    for index, batch in enumerate(progress(loader, len(batches) - start, description), start=start):
+    for index, batch in enumerate(progress(loader, planned - start, description), start=start):
         losses.append(_step(run, batch))
+        if index + 1 == planned < len(batches):  # the token budget: the same step on every machine
+            done = planned
+            break
         minutes = (time.monotonic() - last_saved) / 60
         signum, due, spent = agree(
             stop.signal,
@@ -269,15 +318,7 @@ def _train_epoch(
     mean = torch.stack([value.to(run.device) for value in losses]).mean()
     if run.world > 1:
         torch.distributed.all_reduce(mean, op=torch.distributed.ReduceOp.AVG)
-    return float(mean), done, len(batches), batch_tokens(batches, patch, done) * run.world
-
-
-def batch_tokens(batches, patch_size: int, count: int) -> int:
-    """Model tokens (padding left out) in the first `count` batches of a PairBatches or SpanBatches."""
-    if isinstance(batches, SpanBatches):
-        return int(sum((-(-batches.span_lengths[rows] // patch_size)).sum() for rows in batches.batches[:count]))
-    per_pair = sum(-(-width // patch_size) for width in batches.shards.widths.values())
-    return per_pair * sum(len(rows) for rows in batches.batches[:count])
+    return float(mean), done, len(batches), int(run.plan[epoch - 1][:done].sum())
 
 
 def _step(run: _Run, batch: dict) -> torch.Tensor:
@@ -346,6 +387,7 @@ def _epoch_row(
         "learning_rate": run.scheduler.get_last_lr()[0],
         "seconds": seconds,
         "tokens_per_s": tokens / seconds,
+        "tokens": tokens,
         "device": run.device_name,
         "epoch_fraction": fraction,
     }
@@ -392,8 +434,8 @@ def _start_run(rank, world, model_config: ModelConfig, train_config: TrainConfig
     seed_everything(train_config.seed)
     model = EPITransformer(model_config).to(device)
     wrapped = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
-    steps_per_epoch = len(_epoch_batches(train_data, model_config, train_config, 1, rank, world))
-    optimizer, scheduler = _optimisation(model, train_config, steps_per_epoch)
+    plan = budget_plan(train_data, model_config, train_config, world)
+    optimizer, scheduler = _optimisation(model, train_config, sum(len(steps) for steps in plan))
     run = _Run(
         rank=rank,
         world=world,
@@ -407,6 +449,7 @@ def _start_run(rank, world, model_config: ModelConfig, train_config: TrainConfig
         device_name=device_label(device, world),
         checkpoint_dir=checkpoint_dir,
         fingerprint=run_fingerprint(model_config, train_config, manifest),
+        plan=plan,
     )
     if rank == 0:
         log.info(
@@ -455,14 +498,15 @@ def _save(run: _Run, progress: _Progress, partial_epoch: dict | None) -> None:
 
 
 def _run_epochs(run: _Run, progress: _Progress, train_data, val_data) -> bool:
-    """Train and validate epoch by epoch until the last, an early stop or the time budget; True if the budget ended it.
+    """Train and validate epoch by epoch until the last, an early stop or the time budget; True if the time
+    budget ended it (a token budget's end is in the plan: `budget_plan`).
 
     Every process validates the same weights, so all agree on the history and on stopping.
     """
     config = run.config
     budget = config.max_minutes * 60
     with StopRequest() as stop:
-        for epoch in range(len(progress.history) + 1, config.epochs + 1):
+        for epoch in range(len(progress.history) + 1, len(run.plan) + 1):
             partial = progress.partial
             spent = sum(row["seconds"] for row in progress.history) + (partial["seconds"] if partial else 0.0)
             reason = _reason_to_stop(run, progress, epoch, bool(budget) and spent >= budget)
@@ -481,6 +525,10 @@ def _run_epochs(run: _Run, progress: _Progress, train_data, val_data) -> bool:
             scores = validation_scores(run, val_data)
             row = _epoch_row(run, scores, val_data, epoch, train_loss, seconds, tokens, done / batches)
             _record_epoch(run, progress, row, scores)
+            if done == len(run.plan[epoch - 1]) < batches:
+                if run.rank == 0:
+                    log.info("Token budget (train.max_tokens %d) reached in epoch %d.", config.max_tokens, epoch)
+                return False
             if done < batches:
                 if run.rank == 0:
                     log.warning(
@@ -559,6 +607,9 @@ def write_outputs(
         "train_seconds": float(sum(r["seconds"] for r in history)),
         "tokens_per_s": float(np.median([r["tokens_per_s"] for r in history])),
         "epochs_trained": float(sum(r["epoch_fraction"] for r in history)),  # below `train.epochs` when stopped
+        "tokens_trained": int(sum(r["tokens"] for r in history)),
+        "token_budget_reached": bool(train_config.max_tokens)
+        and sum(r["tokens"] for r in history) >= train_config.max_tokens,
         "time_budget_reached": budget_reached,
         "device": str(device),
         "peak_memory_mb": peak_memory_mb(),
