@@ -10,7 +10,7 @@ CORES ?= all
 TORCH ?= torch==2.13.0
 STAMP := $(VENV)/.epiformer-installed
 
-.PHONY: demo explain demo-long real real-random real-attentions test setup bedtools lint clean
+.PHONY: demo explain demo-long demo-scale real real-random real-attentions test setup bedtools lint clean
 
 demo: setup bedtools
 	$(BIN)/snakemake --cores $(CORES)
@@ -37,6 +37,18 @@ demo-long: setup bedtools
 	cd $(LONG_RUN) && ../../$(BIN)/snakemake -s ../../Snakefile --cores $(CORES) --configfile config/demo_long.yaml \
 	  --report results/report.html
 	@echo "Done: $(LONG_RUN)/results/summary.md, $(LONG_RUN)/results/plots/cost.png, $(LONG_RUN)/results/report.html"
+
+# The demo at real distances (config/demo_scale.yaml, docs/demo_scale.md): spans of 25 kb to 1.9 Mb
+# across insulated domains, span models at 128 bp a token beside their length control. In its own
+# folder, as demo-long.
+SCALE_RUN := runs/demo-scale
+demo-scale: setup bedtools
+	mkdir -p $(SCALE_RUN)
+	ln -sfn ../../config $(SCALE_RUN)/config
+	cd $(SCALE_RUN) && ../../$(BIN)/snakemake -s ../../Snakefile --cores $(CORES) --configfile config/demo_scale.yaml
+	cd $(SCALE_RUN) && ../../$(BIN)/snakemake -s ../../Snakefile --cores $(CORES) --configfile config/demo_scale.yaml \
+	  --report results/report.html
+	@echo "Done: $(SCALE_RUN)/results/summary.md, $(SCALE_RUN)/results/plots/distance_bins.png, $(SCALE_RUN)/results/report.html"
 
 # The real-data benchmark (TargetFinder pairs on real hg19 sequence, config/targetfinder.yaml).
 real: setup bedtools

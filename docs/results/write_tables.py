@@ -23,7 +23,11 @@ copies of runs/PAGE/, and each between `<!-- generated:NAME:RUN -->` and
 - `breakdown` (the long demo): each model's test AUROC split by what it must tell apart, from
   `python benchmarks/long_demo_breakdown.py --out RESULTS_DIR/breakdown.tsv`;
 - `paired`: the paired differences PAIRED_SHOWN names for the page, one row per cell line;
-- `motifs` (after `make explain`): the top MOTIF_RANKS motifs of M7 (`linear`) per cell line.
+- `motifs` (after `make explain`): the top MOTIF_RANKS motifs of M7 (`linear`) per cell line;
+- `control`: each span model against its length control (the same spans, the bases between the
+  elements shuffled): both AUROCs and the paired difference with its interval;
+- `bins`: test AUROC within each distance bin (the run's `distance_bins.tsv`), one row per model
+  or baseline, one column per bin.
 """
 
 from __future__ import annotations
@@ -36,10 +40,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from epiformer.evaluation.summary import best_baseline, replicate_values, spread_verdict, to_markdown
+from epiformer.evaluation.summary import best_baseline, replicate_values, spread_verdict, to_markdown, with_reference
 
 PAGES = Path(__file__).resolve().parent
-RUN_FILES = ("summary.tsv", "paired_comparison.tsv", "breakdown.tsv")
+RUN_FILES = ("summary.tsv", "paired_comparison.tsv", "breakdown.tsv", "distance_bins.tsv")
 BASELINE_NAMES = {"distance": "distance", "kmer": "k-mer", "propensity": "propensity"}
 # The (model, baseline) differences a page's `paired` table shows, in its column order.
 PAIRED_SHOWN = {
@@ -189,6 +193,36 @@ def paired_table(paired: pd.DataFrame, shown: list[tuple[str, str]]) -> str:
     return "\n".join(lines)
 
 
+def control_table(paired: pd.DataFrame) -> str:
+    """Each span model against its length control: AUROCs, the paired difference [95% interval], the verdict."""
+    paired = with_reference(paired)
+    controls = paired[(paired["reference"] == "length_control") & (paired["metric"] == "auroc")]
+    header = ["cell line", "span model", "AUROC", "length control", "AUROC", "Δ AUROC [95% CI]", "gain beyond length"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for _, row in controls.iterrows():
+        verdict = "yes" if row["lo"] > 0 else ("no: the control is better" if row["hi"] < 0 else "no")
+        lines.append(
+            f"| {row['cell_line']} | {row['model']} | {row['model_value']:.3f} | {row['baseline']} | "
+            f"{row['baseline_value']:.3f} | {row['difference']:+.3f} [{row['lo']:+.3f}, {row['hi']:+.3f}] | {verdict} |"
+        )
+    return "\n".join(lines)
+
+
+def bins_table(run: Path) -> str:
+    """Test AUROC within each distance bin: one row per (cell line, model or baseline), one column per bin."""
+    bins = pd.read_csv(run / "distance_bins.tsv", sep="\t")
+    edges = bins.drop_duplicates("bin").sort_values("distance_low")
+    header = ["cell line", "model"] + [
+        f"{low / 1000:,.0f}-{high / 1000:,.0f} kb" for low, high in zip(edges["distance_low"], edges["distance_high"])
+    ]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for (cell, model), rows in bins.groupby(["cell_line", "model"], sort=False):
+        by_bin = rows.set_index("bin")["auroc"]
+        values = [f"{by_bin[b]:.3f}" if b in by_bin.index and pd.notna(by_bin[b]) else "" for b in edges["bin"]]
+        lines.append("| " + " | ".join([cell, BASELINE_NAMES.get(model, model), *values]) + " |")
+    return "\n".join(lines)
+
+
 def motifs_table(run: Path, model: str = "linear") -> str:
     """The top MOTIF_RANKS motifs of `model` per cell line: name (sign, Tomtom q-value)."""
     files = sorted(run.glob(f"*.{model}.motifs.tsv"))
@@ -236,6 +270,8 @@ def render(name: str, run: Path, page: str) -> str:
         "spread": lambda s: spread_table(s, SPREAD_SHOWN[page]),
         "matched": matched_table,
         "motifs": lambda s: motifs_table(run),
+        "control": lambda s: control_table(paired),
+        "bins": lambda s: bins_table(run),
     }
     if name not in tables:
         raise SystemExit(f"unknown table {name!r}: one of {', '.join(tables)}")

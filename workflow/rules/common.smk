@@ -334,6 +334,7 @@ DEMO_GENERATORS = {
     # only its ALPHABET, and any other edit there would re-make the demo).
     "demo": ("synthetic/demo.py", "sequence/motifs.py"),
     "demo_long": ("synthetic/demo_long.py", "synthetic/demo.py", "sequence/motifs.py"),
+    "demo_scale": ("synthetic/demo_scale.py", "synthetic/demo_long.py", "synthetic/demo.py", "sequence/motifs.py"),
 }
 
 

@@ -41,3 +41,26 @@ rule demo_long_data:
         generator=demo_generator_checksum("demo_long"),
     script:
         "../../scripts/demo_long_data.py"
+
+
+# The demo at real distances (`make demo-scale`, config/demo_scale.yaml): spans of 25 kb to 1.9 Mb
+# across insulated domains (docs/demo_scale.md).
+rule demo_scale_data:
+    output:
+        genome="resources/demo_scale/genome.fa",
+        pairs="resources/demo_scale/demo_scale.pairs.csv",
+        truth="resources/demo_scale/demo_scale.truth.tsv",
+        ceiling="resources/demo_scale/demo_scale.ceiling.json",
+    log:
+        "logs/demo/demo_scale_data.log",
+    conda:
+        "../../envs/analysis.yaml"
+    threads: 1
+    resources:
+        mem_mb=6000,
+        runtime=30,
+    params:
+        spec=config.get("demo_scale", {}),
+        generator=demo_generator_checksum("demo_scale"),
+    script:
+        "../../scripts/demo_scale_data.py"
