@@ -145,6 +145,7 @@ WORKFLOW_FILES = (
     "pyproject.toml",
     "src/epiformer/synthetic/demo.py",
     "src/epiformer/synthetic/demo_long.py",
+    "src/epiformer/synthetic/demo_scale.py",
     "src/epiformer/sequence/motifs.py",
 )
 

@@ -122,7 +122,9 @@ def test_the_overlay_plans_windows_encoding_every_model_and_the_baselines_for_k5
     models, baselines = overlay["models"], overlay["baselines"]["names"]
     counts = job_counts(run.stdout + run.stderr)
     assert counts["windows"] == counts["encode"] == 1 and "index_genome" not in counts  # the genome is indexed
-    assert counts["train"] == counts["evaluate"] == len(models) and counts["baseline"] == len(baselines) == 2
+    # Every model, and the span model's length control (length_control: true, the default)
+    assert counts["train"] == counts["evaluate"] == len(models) + 1 and counts["baseline"] == len(baselines) == 2
+    assert "results/K562/linear_span_length_control/metrics.json" in run.stdout + run.stderr
     assert counts["encode_spans"] == counts["genome_store"] == 1  # linear_span reads the whole span
     planned = run.stdout + run.stderr
     assert "results/K562/windows.tsv" in planned and "results/K562/distance/metrics.json" in planned

@@ -172,7 +172,7 @@ def test_rerun_has_nothing_to_do_and_report_shows_every_figure_with_a_caption(fi
     summary = pd.read_csv(finished / "results" / "summary.tsv", sep="\t", dtype=str)
     page = report_file(entries["results/summary.html"])
     row = summary[(summary["cell_line"] == "demo_b") & (summary["model"] == "kmer")].iloc[0]
-    cells = "<td>demo_b</td><td>kmer</td><td>baseline</td><td></td><td>elements</td>"
+    cells = "<td>demo_b</td><td>kmer</td><td>baseline</td><td></td><td>elements</td><td></td>"  # between: empty
     assert f'{cells}<td class="number">{row["auroc"]}</td>' in page
     description = report_description((finished / "results" / "report.html").read_text(errors="replace"))
     assert "Split by chromosome" in description  # what this run did, with the config's values:
