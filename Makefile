@@ -26,29 +26,27 @@ explain: setup bedtools
 	$(BIN)/snakemake --cores $(CORES) --report results/report.html all explain
 	@echo "Done: results/{cell}/{model}/motifs.tsv, motifs.png, attributions.bw; results/report.html"
 
-# The insulated long-range demo (config/demo_long.yaml, docs/demo_long.md): M7 on element
-# windows, M7 on the whole span, softmax on the span, side by side. In its own folder, so that
-# `make demo`'s results stay as they are: the workflow run from runs/demo-long, which links config/.
-LONG_RUN := runs/demo-long
-demo-long: setup bedtools
-	mkdir -p $(LONG_RUN)
-	ln -sfn ../../config $(LONG_RUN)/config
-	cd $(LONG_RUN) && ../../$(BIN)/snakemake -s ../../Snakefile --cores $(CORES) --configfile config/demo_long.yaml
-	cd $(LONG_RUN) && ../../$(BIN)/snakemake -s ../../Snakefile --cores $(CORES) --configfile config/demo_long.yaml \
+# A demo of its own overlay in a folder of its own, so that `make demo`'s results stay as they are: the
+# workflow run from the folder, which links config/, then its report.
+# $(call demo_run,FOLDER,OVERLAY,FIGURE): FIGURE the results/plots/ file the closing line points at.
+define demo_run
+	mkdir -p $(1)
+	ln -sfn ../../config $(1)/config
+	cd $(1) && ../../$(BIN)/snakemake -s ../../Snakefile --cores $(CORES) --configfile $(2)
+	cd $(1) && ../../$(BIN)/snakemake -s ../../Snakefile --cores $(CORES) --configfile $(2) \
 	  --report results/report.html
-	@echo "Done: $(LONG_RUN)/results/summary.md, $(LONG_RUN)/results/plots/cost.png, $(LONG_RUN)/results/report.html"
+	@echo "Done: $(1)/results/summary.md, $(1)/results/plots/$(3), $(1)/results/report.html"
+endef
+
+# The insulated long-range demo (config/demo_long.yaml, docs/demo_long.md): M7 on element
+# windows, M7 on the whole span beside its length control, softmax on the span, side by side.
+demo-long: setup bedtools
+	$(call demo_run,runs/demo-long,config/demo_long.yaml,cost.png)
 
 # The demo at real distances (config/demo_scale.yaml, docs/demo_scale.md): spans of 25 kb to 1.9 Mb
-# across insulated domains, span models at 128 bp a token beside their length control. In its own
-# folder, as demo-long.
-SCALE_RUN := runs/demo-scale
+# across insulated domains, span models at 128 bp a token beside their length control.
 demo-scale: setup bedtools
-	mkdir -p $(SCALE_RUN)
-	ln -sfn ../../config $(SCALE_RUN)/config
-	cd $(SCALE_RUN) && ../../$(BIN)/snakemake -s ../../Snakefile --cores $(CORES) --configfile config/demo_scale.yaml
-	cd $(SCALE_RUN) && ../../$(BIN)/snakemake -s ../../Snakefile --cores $(CORES) --configfile config/demo_scale.yaml \
-	  --report results/report.html
-	@echo "Done: $(SCALE_RUN)/results/summary.md, $(SCALE_RUN)/results/plots/distance_bins.png, $(SCALE_RUN)/results/report.html"
+	$(call demo_run,runs/demo-scale,config/demo_scale.yaml,distance_bins.png)
 
 # The real-data benchmark (TargetFinder pairs on real hg19 sequence, config/targetfinder.yaml).
 real: setup bedtools

@@ -14,7 +14,7 @@ from epiformer.model.configs import architecture
 from epiformer.synthetic.demo_long import LongDemoSpec
 
 LONG_DEMO_CONFIG = Path(__file__).resolve().parents[1] / "config" / "demo_long.yaml"
-RUN = Path("runs/demo-long")  # the Makefile's LONG_RUN
+RUN = Path("runs/demo-long")  # where `make demo-long` runs (the Makefile)
 CELL = LongDemoSpec().cell
 
 
