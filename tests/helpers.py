@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from numpy.lib.stride_tricks import sliding_window_view
 
 from epiformer.constants import ELEMENTS
 from epiformer.data.encode import encode_shards
@@ -27,6 +28,7 @@ from epiformer.data.genome import Genome
 from epiformer.data.pairs import ELEMENT_COLUMNS, read_pairs
 from epiformer.data.splits import SplitSpec, assign_splits
 from epiformer.data.windows import WindowSpec, make_windows
+from epiformer.sequence.motifs import bundled_jaspar_path, read_jaspar
 from epiformer.synthetic.demo import DemoSpec
 from epiformer.synthetic.demo_long import LongDemoSpec
 
@@ -333,3 +335,26 @@ def epiformer_predict(
     )
     assert run.returncode == 0, run.stderr[-3000:]
     return run, pd.read_csv(out, sep="\t")
+
+
+def ctcf_scores(sequence: bytes) -> np.ndarray:
+    """Both strands' CTCF log2-odds at each start, computed here apart from epiformer.synthetic."""
+    probabilities = read_jaspar(bundled_jaspar_path())["CTCF"].probabilities
+    log_odds = np.log2(probabilities / 0.25)
+    codes = np.array(["ACGTN".index(c) for c in sequence.decode()])
+    windows = sliding_window_view(codes, len(log_odds))
+    padded = np.c_[log_odds, np.full(len(log_odds), -1e3)]
+    forward = padded[np.arange(len(log_odds)), windows].sum(axis=1)
+    complement = np.c_[log_odds[::-1, ::-1], np.full(len(log_odds), -1e3)]  # reverse, A<->T and C<->G
+    return np.maximum(forward, complement[np.arange(len(log_odds)), windows].sum(axis=1))
+
+
+def ctcf_site_starts(sequence: bytes, bits: tuple[float, ...], chunk: int = 1_000_000) -> list[np.ndarray]:
+    """For each threshold in `bits`, the starts of CTCF sites scoring at least it (`ctcf_scores`), chunk by chunk."""
+    width = len(read_jaspar(bundled_jaspar_path())["CTCF"].probabilities)
+    hits = [[] for _ in bits]
+    for offset in range(0, max(len(sequence) - width + 1, 0), chunk):
+        scores = ctcf_scores(sequence[offset : offset + chunk + width - 1])
+        for found, threshold in zip(hits, bits):
+            found.append(offset + np.flatnonzero(scores >= threshold))
+    return [np.concatenate(found) if found else np.zeros(0, int) for found in hits]

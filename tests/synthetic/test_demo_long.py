@@ -5,7 +5,6 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
-from numpy.lib.stride_tricks import sliding_window_view
 from scipy.stats import chi2_contingency, ks_2samp
 from sklearn.metrics import roc_auc_score
 
@@ -22,6 +21,7 @@ from epiformer.synthetic.demo_long import (
     element_only_ceiling,
     generate_long_demo,
 )
+from tests.helpers import ctcf_scores
 
 SMALL = LongDemoSpec(n_chromosomes=2, pairs=400, max_distance=20_000)  # ~5 Mb, a few seconds
 TINY = LongDemoSpec(n_chromosomes=2, pairs=40, max_distance=8_000)
@@ -38,18 +38,6 @@ def small(tmp_path_factory):
 
 def centres(pairs: pd.DataFrame, element: str) -> pd.Series:
     return (pairs[f"{element}_start"] + pairs[f"{element}_end"]) // 2
-
-
-def ctcf_scores(sequence: bytes) -> np.ndarray:
-    """Both strands' CTCF log2-odds at each start, computed here apart from epiformer.synthetic.demo_long."""
-    probabilities = read_jaspar(bundled_jaspar_path())["CTCF"].probabilities
-    log_odds = np.log2(probabilities / 0.25)
-    codes = np.array(["ACGTN".index(c) for c in sequence.decode()])
-    windows = sliding_window_view(codes, len(log_odds))
-    padded = np.c_[log_odds, np.full(len(log_odds), -1e3)]
-    forward = padded[np.arange(len(log_odds)), windows].sum(axis=1)
-    complement = np.c_[log_odds[::-1, ::-1], np.full(len(log_odds), -1e3)]  # reverse, A<->T and C<->G
-    return np.maximum(forward, complement[np.arange(len(log_odds)), windows].sum(axis=1))
 
 
 def test_same_seed_same_bytes_other_seed_other_files(tmp_path):

@@ -9,9 +9,9 @@ from sklearn.metrics import roc_auc_score
 
 from epiformer.data.genome import Genome
 from epiformer.data.pairs import read_pairs
-from epiformer.sequence.motifs import bundled_jaspar_path, read_jaspar
 from epiformer.synthetic.demo_long import BACKGROUND_BITS, STRONG_BITS
 from epiformer.synthetic.demo_scale import SPAN_KNOTS, ScaleDemoSpec, generate_scale_demo, scale_ceiling
+from tests.helpers import ctcf_site_starts
 
 SMALL = ScaleDemoSpec(n_chromosomes=3, chromosome_length=8_000_000, pairs=240)  # ~25 Mb, some seconds
 TINY = ScaleDemoSpec(n_chromosomes=2, chromosome_length=6_000_000, pairs=30, domain_sizes=(150_000, 3_000_000))
@@ -27,24 +27,6 @@ def small(tmp_path_factory):
 
 def centres(pairs: pd.DataFrame, element: str) -> pd.Series:
     return (pairs[f"{element}_start"] + pairs[f"{element}_end"]) // 2
-
-
-def strong_ctcf_sites(sequence: bytes, bits: float, chunk: int = 1_000_000) -> np.ndarray:
-    """Starts of CTCF sites (either strand) scoring >= `bits` log2-odds, computed here apart from the package."""
-    log_odds = np.log2(read_jaspar(bundled_jaspar_path())["CTCF"].probabilities / 0.25)
-    table = np.full(256, 4, dtype=np.int64)
-    for code, base in enumerate(b"ACGT"):
-        table[base] = table[base + 32] = code
-    width, hits = len(log_odds), []
-    strands = [np.c_[log_odds, np.full(width, -1e3)], np.c_[log_odds[::-1, ::-1], np.full(width, -1e3)]]
-    for offset in range(0, max(len(sequence) - width + 1, 0), chunk):
-        codes = table[np.frombuffer(sequence[offset : offset + chunk + width - 1], np.uint8)]
-        n = len(codes) - width + 1
-        best = np.full(n, -np.inf)
-        for matrix in strands:
-            best = np.maximum(best, sum(matrix[k, codes[k : k + n]] for k in range(width)))
-        hits.append(offset + np.flatnonzero(best >= bits))
-    return np.concatenate(hits) if hits else np.zeros(0, int)
 
 
 def test_same_seed_same_bytes_other_seed_other_files(tmp_path):
@@ -80,7 +62,7 @@ def test_insulation_is_the_strong_ctcf_clusters_between_the_elements_and_shared_
     clusters = {}
     for chrom, size in genome.sizes.items():
         sequence = genome.fetch(chrom, 0, size)
-        strong, background = strong_ctcf_sites(sequence, STRONG_BITS), strong_ctcf_sites(sequence, BACKGROUND_BITS)
+        strong, background = ctcf_site_starts(sequence, (STRONG_BITS, BACKGROUND_BITS))
         # Sites of one boundary lie within a few hundred bp; boundaries lie domains apart.
         starts = strong[np.r_[True, np.diff(strong) > 500]]
         ends = strong[np.r_[np.diff(strong) > 500, True]] + 19

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from epiformer.constants import BETWEEN
-
 SHUFFLE_SALT = 38_2026  # separates this stream from every other seeded draw of (pair_id, start)
 
 
@@ -58,7 +56,5 @@ class ShuffledBetween:
 
 
 def spans_read_as(spans, between: str):
-    """The spans a model of `between` ("sequence" or "shuffled") reads."""
-    if between not in BETWEEN:
-        raise ValueError(f"between must be one of {', '.join(BETWEEN)}, not {between!r}")
+    """The spans a model of `between` (`constants.BETWEEN`, checked by ModelConfig) reads."""
     return ShuffledBetween(spans) if between == "shuffled" else spans

@@ -111,7 +111,7 @@ def element_ceiling_auroc(predictions: Path, truth: Path) -> float | None:
 def summary_row(result: ModelResult) -> dict:
     """A summary.tsv row (module docstring) from a result's metrics.json and, for a model, its model.json."""
     metrics = json.loads(Path(result.metrics).read_text())
-    description = json.loads(Path(result.description).read_text()) if result.description else None
+    description = read_description(result)
     return {
         "cell_line": result.cell_line,
         "model": result.model,
@@ -290,13 +290,14 @@ def paired_comparison(results: list[ModelResult], resamples: int = 1000, seed: i
 
 def length_control_result(results: list[ModelResult], model: ModelResult) -> ModelResult | None:
     """Among one cell line's `results`, the length control of span model `model` (`configs.length_control_of`)."""
-    settings = {result.model: _model_settings(result.description) for result in results if result.description}
+    settings = {result.model: read_description(result)["model"] for result in results if result.description}
     control = length_control_of(settings, model.model)
     return next((result for result in results if result.model == control), None)
 
 
-def _model_settings(description: Path) -> dict:
-    return json.loads(Path(description).read_text())["model"]
+def read_description(result: ModelResult) -> dict | None:
+    """A result's model.json; None for a baseline."""
+    return json.loads(Path(result.description).read_text()) if result.description else None
 
 
 def with_paired_columns(table: pd.DataFrame, paired: pd.DataFrame) -> pd.DataFrame:

@@ -594,6 +594,7 @@ def write_outputs(
     if keeps_validation(manifest):
         kept_validation = outdir / VAL_PREDICTIONS
         write_predictions(pd.DataFrame({k: v.numpy() for k, v in best["val_scores"].items()}), kept_validation)
+    tokens = int(sum(row["tokens"] for row in history))
     description = {
         "model": model_config.to_dict(),
         "parameters": sum(v.numel() for v in best["weights"].values()),
@@ -607,9 +608,8 @@ def write_outputs(
         "train_seconds": float(sum(r["seconds"] for r in history)),
         "tokens_per_s": float(np.median([r["tokens_per_s"] for r in history])),
         "epochs_trained": float(sum(r["epoch_fraction"] for r in history)),  # below `train.epochs` when stopped
-        "tokens_trained": int(sum(r["tokens"] for r in history)),
-        "token_budget_reached": bool(train_config.max_tokens)
-        and sum(r["tokens"] for r in history) >= train_config.max_tokens,
+        "tokens_trained": tokens,
+        "token_budget_reached": bool(train_config.max_tokens) and tokens >= train_config.max_tokens,
         "time_budget_reached": budget_reached,
         "device": str(device),
         "peak_memory_mb": peak_memory_mb(),
