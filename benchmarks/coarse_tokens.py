@@ -8,6 +8,8 @@ bases (262,144: a real enhancer-promoter distance), one thread, for each stem an
 - 4 bp a token, M7's `linear` stem, for scale;
 - 32 and 128 bp a token by `conv_exp` with filters as wide as the patch (what reached a coarse
   token before: its cost grows with the patch);
+- 32 and 128 bp a token by `conv_exp` with 19-wide filters (a CTCF site), pooled by max and by
+  `patch_pool: softmax` (each patch's responses computed 8 bases at a time, `RESPONSE_BLOCK`);
 - 32 and 128 bp a token by `conv_tower` (11-wide exp filters pooled over 8 bp, then stages of
   convolution and pooling).
 
@@ -31,22 +33,26 @@ from epiformer.model.configs import ModelConfig
 from epiformer.model.transformer import EPITransformer
 
 REFERENCE = "4 bp, conv_exp (k 19)"
-CASES = {  # name: (patch_size, stem, kernel_size)
-    REFERENCE: (4, "conv_exp", 19),
-    "4 bp, linear (M7, k 8)": (4, "linear", 8),
-    "32 bp, conv_exp (k 32)": (32, "conv_exp", 32),
-    "128 bp, conv_exp (k 128)": (128, "conv_exp", 128),
-    "32 bp, conv_tower (k 11)": (32, "conv_tower", 11),
-    "128 bp, conv_tower (k 11)": (128, "conv_tower", 11),
+CASES = {  # name: (patch_size, stem, kernel_size, patch_pool)
+    REFERENCE: (4, "conv_exp", 19, "max"),
+    "4 bp, linear (M7, k 8)": (4, "linear", 8, "max"),
+    "32 bp, conv_exp (k 32)": (32, "conv_exp", 32, "max"),
+    "128 bp, conv_exp (k 128)": (128, "conv_exp", 128, "max"),
+    "32 bp, conv_exp (k 19)": (32, "conv_exp", 19, "max"),
+    "128 bp, conv_exp (k 19)": (128, "conv_exp", 19, "max"),
+    "32 bp, conv_exp softmax (k 19)": (32, "conv_exp", 19, "softmax"),
+    "128 bp, conv_exp softmax (k 19)": (128, "conv_exp", 19, "softmax"),
+    "32 bp, conv_tower (k 11)": (32, "conv_tower", 11, "max"),
+    "128 bp, conv_tower (k 11)": (128, "conv_tower", 11, "max"),
 }
 TARGETS = {32: 4.0, 128: 8.0}  # issue 26: the tower's throughput a base over the reference's
 
 
-def span_model(patch: int, stem: str, kernel: int) -> EPITransformer:
+def span_model(patch: int, stem: str, kernel: int, patch_pool: str) -> EPITransformer:
     torch.manual_seed(0)
     config = ModelConfig(
         attention="linear", input="span", d_model=32, n_layers=2, n_heads=4, d_ff=64, patch_size=patch,
-        kernel_size=kernel, stem=stem, pool="max", element_pool=True, dropout=0.0,
+        kernel_size=kernel, stem=stem, pool="max", element_pool=True, dropout=0.0, patch_pool=patch_pool,
     )  # fmt: skip
     return EPITransformer(config).train()
 
@@ -86,12 +92,12 @@ def main() -> None:
             seconds[name].append(step_seconds(model, optimizers[name], batch))
     medians = {name: statistics.median(values) for name, values in seconds.items()}
     print(f"one training step on one {args.length:,}-bp span, {args.threads} thread(s), median of {args.rounds} rounds")
-    print(f"{'stem':28s} {'s a step':>9s} {'M bases/s':>10s} {'x reference':>12s}")
+    print(f"{'stem':32s} {'s a step':>9s} {'M bases/s':>10s} {'x reference':>12s}")
     for name in CASES:
         ratio = medians[REFERENCE] / medians[name]
-        patch, stem, _ = CASES[name]
+        patch, stem, _, _ = CASES[name]
         target = f"  (target {TARGETS[patch]:.0f}x)" if stem == "conv_tower" else ""
-        print(f"{name:28s} {medians[name]:9.3f} {args.length / medians[name] / 1e6:10.2f} {ratio:11.2f}x{target}")
+        print(f"{name:32s} {medians[name]:9.3f} {args.length / medians[name] / 1e6:10.2f} {ratio:11.2f}x{target}")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from epiformer.model.transformer import (
     count_parameters,
     distance_features,
     patch_max,
+    softmax_pool,
 )
 from tests.helpers import quadratic_tensors, tensor_shapes_during
 
@@ -285,6 +286,117 @@ def test_patch_max_has_the_gradient_of_its_definition(activation):
     assert torch.autograd.gradcheck(lambda x: patch_max(x, activation), (responses.requires_grad_(),))
 
 
+def softmax_pooled_conv(stem, onehot, weight, bias, sharpness, patch):
+    """patch_pool softmax from PyTorch's own layers: Conv1d at every base, then over each patch the responses
+    weighted by softmax(sharpness x response) and summed, then the activation. [B, L, 4] -> [B, T, D]."""
+    kernel = weight.shape[-1]
+    left = (kernel - 1) // 2
+    x = torch.nn.functional.pad(onehot.transpose(1, 2), (left, kernel - 1 - left + (-onehot.shape[1] % patch)))
+    responses = torch.nn.functional.conv1d(x, weight, bias)  # (B, D, L + tail)
+    responses = responses.view(*responses.shape[:2], -1, patch)  # (B, D, T, p)
+    weights = torch.softmax(responses * sharpness[None, :, None, None], dim=-1)
+    return ACTIVATIONS[stem]((weights * responses).sum(dim=-1)).transpose(1, 2)
+
+
+@pytest.mark.parametrize("patch, kernel", [(4, 19), (32, 19), (128, 11), (12, 5)])
+@pytest.mark.parametrize("stem", ["conv", "conv_exp"])
+def test_softmax_patch_pooling_and_its_gradients_are_those_of_conv1d_and_a_softmax_weighted_sum(patch, kernel, stem):
+    """Coarse patches (32, 128: computed 8 bases at a time), a filter narrower than the patch, and a patch that is
+    no multiple of 8, against the layers themselves; the sharpness is learned, so its gradient is checked too."""
+    torch.manual_seed(patch + kernel)
+    length = 3 * patch - 3  # the last token is part padding
+    config = ModelConfig(d_model=8, n_heads=2, patch_size=patch, kernel_size=kernel, stem=stem, patch_pool="softmax")
+    model = EPITransformer(config)
+    tokenizer = model.tokenizer
+    with torch.no_grad():
+        tokenizer.sharpness.copy_(torch.linspace(0.5, 4.0, 8))  # each filter its own
+    onehot, valid = one_hot(2, length, 5), torch.ones(2, length, dtype=torch.bool)
+    valid[1, 3:9] = False  # an assembly gap: read as N
+    upstream = torch.randn(2, 3, 8)
+    parameters = (tokenizer.project.weight, tokenizer.project.bias, tokenizer.sharpness)
+
+    def outputs(stem_function):
+        bases = onehot.clone().requires_grad_()
+        tokens = stem_function(bases, valid)
+        return (tokens, *torch.autograd.grad((tokens * upstream).sum(), (*parameters, bases)))
+
+    got = outputs(lambda bases, valid: tokenizer(bases, valid)[0])
+    expected = outputs(lambda bases, valid: softmax_pooled_conv(stem, bases * valid[..., None], *parameters, patch))
+    for name, ours, theirs in zip(("tokens", "filters", "bias", "sharpness", "bases"), got, expected):
+        torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-4, msg=name)
+    assert tokenizer.block == (8 if patch % 8 == 0 else patch)
+
+
+def test_softmax_pooling_lies_between_the_mean_and_the_max_and_gives_every_position_gradient():
+    """What it is for: a max passes gradient to each patch's best response only; the softmax pool to all of them,
+    more to the larger; a sharp pool is the max."""
+    responses = torch.randn(2, 5, 32, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    pooled = softmax_pool(responses, torch.full((6,), 2.0, dtype=torch.float64), "relu")
+    assert (pooled <= responses.amax(dim=2).clamp(min=0) + 1e-12).all()
+    assert (pooled >= responses.mean(dim=2).clamp(min=0) - 1e-12).all()
+    sharp = softmax_pool(responses, torch.full((6,), 1e5, dtype=torch.float64), "exp")
+    torch.testing.assert_close(sharp, torch.exp(responses.amax(dim=2)), rtol=1e-6, atol=1e-9)
+    soft_input, hard_input = responses.clone().requires_grad_(), responses.clone().requires_grad_()
+    softmax_pool(soft_input, torch.full((6,), 2.0, dtype=torch.float64), "exp").sum().backward()
+    patch_max(hard_input, "exp").sum().backward()
+    assert (soft_input.grad != 0).all()  # every position (low ones pushed down, high ones up)
+    assert ((hard_input.grad > 0).sum(dim=2) == 1).all()  # one winner a patch
+    check = (responses[:1, :2, :4, :3].clone().requires_grad_(), torch.tensor([0.5, 2.0, 3.0], dtype=torch.float64))
+    assert torch.autograd.gradcheck(lambda r, s: softmax_pool(r, s, "exp"), (check[0], check[1].requires_grad_()))
+
+
+def test_patch_pool_softmax_needs_a_conv_stem_and_a_max_pooled_model_has_no_sharpness():
+    with pytest.raises(ValueError, match="patch_pool 'softmax' pools a conv stem"):
+        ModelConfig(stem="linear", patch_pool="softmax")
+    with pytest.raises(ValueError, match="patch_pool must be one of max, softmax"):
+        ModelConfig(stem="conv", patch_pool="mean")
+    plain = EPITransformer(ModelConfig(d_model=8, n_heads=2, patch_size=4, kernel_size=8, stem="conv_exp"))
+    assert plain.tokenizer.sharpness is None and not any("sharpness" in name for name, _ in plain.named_parameters())
+
+
+@pytest.mark.parametrize("stem", ["conv_exp", "conv_tower"])
+def test_a_softmax_pooled_span_scores_the_same_alone_as_padded_and_recomputed(stem, monkeypatch):
+    import epiformer.model.transformer as transformer
+
+    torch.manual_seed(0)
+    config = ModelConfig(
+        attention="linear", input="span", d_model=16, n_heads=2, d_ff=32, patch_size=32, kernel_size=19,
+        stem=stem, pool="max", element_pool=True, dropout=0.0, patch_pool="softmax",
+    )  # fmt: skip
+    model = EPITransformer(config).eval()
+    short, longer = span_input(301, 1, 80, 220), span_input(700, 2, 150, 600)
+    padded = [
+        torch.cat([torch.nn.functional.pad(s, (0, 0, 0, 399) if s.dim() == 3 else (0, 399)), other])
+        for s, other in zip(short, longer)
+    ]
+    alone = model(span=short[0], segment=short[1], span_valid=short[2])
+    together = model(span=padded[0], segment=padded[1], span_valid=padded[2])
+    torch.testing.assert_close(together[:1], alone, atol=1e-5, rtol=1e-5)
+    model.train()
+    loss, grads = training_step(model, longer)
+    monkeypatch.setattr(transformer, "RECOMPUTE_TOKENS", 8)
+    recomputed_loss, recomputed_grads = training_step(model, longer)
+    torch.testing.assert_close(recomputed_loss, loss, atol=1e-6, rtol=1e-6)
+    for name, grad in grads.items():
+        torch.testing.assert_close(recomputed_grads[name], grad, atol=1e-6, rtol=1e-5, msg=name)
+
+
+def test_zero_init_blocks_start_as_the_identity_and_still_learn():
+    """With zero_init the stem's tokens reach the final norm unchanged (the block stack is the identity at first),
+    yet every block's output projections get gradient on the first step, so the blocks grow in."""
+    torch.manual_seed(0)
+    config = ModelConfig(d_model=16, n_heads=2, d_ff=32, patch_size=4, kernel_size=8, dropout=0.0, zero_init=True)
+    model = EPITransformer(config)
+    x = torch.randn(2, 9, 16)
+    for block in model.blocks:
+        torch.testing.assert_close(block(x, None), x)
+    model(one_hot(2, 24, 1), one_hot(2, 20, 2)).sum().backward()
+    for block in model.blocks:
+        assert block.attention.out.weight.grad.abs().sum() > 0 and block.feed_forward[-1].weight.grad.abs().sum() > 0
+    default = EPITransformer(replace(config, zero_init=False))
+    assert all(block.attention.out.weight.abs().sum() > 0 for block in default.blocks)  # the default init untouched
+
+
 def test_max_pooling_takes_each_channel_largest_value_over_valid_tokens_only():
     model = span_model(pool="max")
     tokens = torch.tensor([[[1.0, -5.0], [3.0, -2.0], [9.0, 9.0]], [[-1.0, 0.5], [0.0, 0.0], [0.0, 0.0]]])
@@ -538,3 +650,21 @@ def test_a_delta_rule_model_reads_both_ways(attention):
     with torch.no_grad():
         first, again = layer(x, None), layer(changed, None)
     assert not torch.allclose(first[0, 0], again[0, 0])  # the first token read the last one
+
+
+@pytest.mark.parametrize("positions, same", [("none", True), ("sinusoidal", False)])
+def test_without_positions_a_span_is_its_tokens_and_segments_whatever_their_order(positions, same):
+    """positions none: swapping two whole tokens of the between segment leaves the score; with sinusoids it moves."""
+    torch.manual_seed(0)
+    config = ModelConfig(
+        attention="linear", input="span", d_model=16, n_heads=2, d_ff=32, patch_size=8, kernel_size=1,
+        stem="conv_exp", pool="max", element_pool=True, dropout=0.0, positions=positions,
+    )  # fmt: skip
+    model = EPITransformer(config).eval()
+    span, segment, valid = span_input(96, 4, 16, 80)  # 12 tokens: 2 enhancer, 8 between, 2 promoter
+    swapped = span.clone()
+    swapped[0, 24:32], swapped[0, 56:64] = span[0, 56:64], span[0, 24:32]  # between tokens 3 and 7
+    assert not torch.equal(swapped, span)
+    before = model(span=span, segment=segment, span_valid=valid)
+    after = model(span=swapped, segment=segment, span_valid=valid)
+    assert torch.allclose(before, after, atol=1e-6) == same

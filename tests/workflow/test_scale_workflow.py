@@ -1,5 +1,5 @@
 """A real Snakemake run of the demo at real distances, at test size: the data, span shards over Mb spans,
-a conv-tower span model at 128 bp a token beside its length control, and the summary."""
+a span model at 128 bp a token (config/demo_scale.yaml's tokens) beside its length control, and the summary."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import pytest
 
 from tests.helpers import REPO, TINY_MODEL, copy_workflow, job_counts, run_workflow, snakemake, tiny_config
 
-SCALE_MODEL = {**TINY_MODEL, "attention": "linear", "input": "span", "patch_size": 128, "kernel_size": 11}
-SCALE_MODEL.update(stem="conv_tower", pool="max", element_pool=True)
+SCALE_MODEL = {**TINY_MODEL, "attention": "linear", "input": "span", "patch_size": 128, "kernel_size": 19}
+SCALE_MODEL.update(stem="conv_exp", patch_pool="softmax", zero_init=True, positions="none")
+SCALE_MODEL.update(pool="max", element_pool=True)
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +48,8 @@ def test_the_scale_demo_runs_with_spans_of_real_length_and_every_span_model_besi
         description = json.loads((scale_run / "demo_scale" / model / "model.json").read_text())
         assert description["token_budget_reached"] and description["tokens_trained"] >= 100_000
         assert 2 < description["epochs_trained"] < 10
-        assert description["model"]["patch_size"] == 128 and description["model"]["stem"] == "conv_tower"
+        model_settings = {key: description["model"][key] for key in ("patch_size", "stem", "patch_pool", "positions")}
+        assert model_settings == {"patch_size": 128, "stem": "conv_exp", "patch_pool": "softmax", "positions": "none"}
 
 
 def test_the_shipped_overlay_plans_the_span_models_their_control_and_the_rest(tmp_path):

@@ -22,7 +22,17 @@ INPUTS = ("elements", "span")  # the two element windows, or one sequence from t
 # reaches coarse tokens (32, 128 bp) at a fraction of a wide filter's cost (conv_tower).
 STEMS = ("linear", "conv", "conv_exp", "conv_tower")
 TOWER_FIRST_POOL = 8  # conv_tower: bases its first stage's filters are pooled over (the first stage's resolution)
+# How a conv stem turns each filter's responses within a patch into one value: the largest ("max"), or a
+# softmax-weighted mean (Enformer's attention pooling), which reaches the largest as the filter sharpens but
+# gives every position gradient in proportion to its weight, so a filter that only faintly resembles a motif
+# still learns from its sites; with a max over 32 bases it learns from them only when they win the patch.
+PATCH_POOLS = ("max", "softmax")
 POOLS = ("mean", "max")  # how tokens become one vector: M7's mean over valid tokens, or each channel's maximum
+# What tells tokens apart by place: sinusoids added to each token (Vaswani et al.), or nothing. A max pool over a
+# span's tokens reads the span's length off the sinusoids (the longest wavelengths reach their peak only in long
+# spans): at 128 bp a token, span models learned that shortcut, which the long demo's labels do not reward
+# (their scores followed length, r -0.95), instead of the insulator.
+POSITIONS = ("sinusoidal", "none")
 # Training batches of more tokens than this (batch x tokens: a 262 kb span at 4 bp a token) keep
 # only each block's input and recompute the rest in the backward pass (activation checkpointing),
 # and run the conv stem in chunks of this many tokens: memory then grows with the span at a few
@@ -50,6 +60,13 @@ class ModelConfig:
     stem: str = "linear"
     pool: str = "mean"  # "mean" (M7) or "max" over valid tokens
     element_pool: bool = False  # the head also reads each element's tokens pooled on their own
+    # Conv stems: each filter's responses within a patch (conv_tower: within its first stage's 8 bp) pooled by
+    # "max" or "softmax" (PATCH_POOLS; a learned sharpness per filter, starting at 2, as Enformer's pooling)
+    patch_pool: str = "max"
+    # Each block starts as the identity (its attention's and feed-forward's output projections zero), so the
+    # stem's tokens reach the pool unchanged at first and the blocks grow in (ReZero, Fixup, T-Fixup)
+    zero_init: bool = False
+    positions: str = "sinusoidal"  # POSITIONS: sinusoids added to the tokens, or none (a bag of tokens and segments)
     # A span model's between segment: "sequence" (the genome's) or "shuffled", the length control
     # (`data.length_control`: same length, N runs and elements, its bases shuffled).
     between: str = "sequence"
@@ -68,6 +85,14 @@ class ModelConfig:
             raise ValueError(f"stem must be one of {', '.join(STEMS)}, not {self.stem!r}")
         if self.between not in BETWEEN:
             raise ValueError(f"between must be one of {', '.join(BETWEEN)}, not {self.between!r}")
+        if self.patch_pool not in PATCH_POOLS:
+            raise ValueError(f"patch_pool must be one of {', '.join(PATCH_POOLS)}, not {self.patch_pool!r}")
+        if self.patch_pool != "max" and self.stem == "linear":
+            raise ValueError(
+                f"patch_pool {self.patch_pool!r} pools a conv stem's filters: it needs stem conv, conv_exp, conv_tower"
+            )
+        if self.positions not in POSITIONS:
+            raise ValueError(f"positions must be one of {', '.join(POSITIONS)}, not {self.positions!r}")
         if self.between != "sequence" and self.input != "span":
             raise ValueError(f"between {self.between!r} (the length control) needs input: span")
         if self.pool not in POOLS:
@@ -83,7 +108,8 @@ class ModelConfig:
                 f"stem conv_tower pools by 2 and 4 from {TOWER_FIRST_POOL} bp: patch_size must be a power of two "
                 f"of at least {TOWER_FIRST_POOL} (8, 16, 32, 64, 128, ...), not {self.patch_size}"
             )
-        if not tower and self.kernel_size < self.patch_size:
+        # A conv stem's kernel is its filters' width, pooled over the patch: any width reads any patch.
+        if self.stem == "linear" and self.kernel_size < self.patch_size:
             raise ValueError(f"kernel_size ({self.kernel_size}) must be >= patch_size ({self.patch_size})")
 
     def to_dict(self) -> dict:

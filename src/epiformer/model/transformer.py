@@ -52,6 +52,8 @@ ATTENTION = {"linear": linear_attention, "softmax": softmax_attention}
 
 
 POSITION_BASE = 10000.0  # Vaswani et al.'s
+RESPONSE_BLOCK = 8  # bases a conv stem's matrix product covers at once when its patch is a multiple of it
+SOFTMAX_POOL_SHARPNESS = 2.0  # patch_pool softmax: each filter's starting sharpness (Enformer's pooling starts at 2)
 
 
 def position_base(dim: int, max_positions: int) -> float:
@@ -106,10 +108,16 @@ class Tokenizer(nn.Module):
         stride = self.patch if self.stem == "linear" else 1
         # Bases a filter's largest response is taken over: the patch, or the tower's first stage.
         self.filter_pool = TOWER_FIRST_POOL if self.stem == "conv_tower" else self.patch
+        # Bases whose responses one matrix product computes (`_responses`): the product's zeros grow with the
+        # square of this, so a coarse patch is computed 8 bases at a time and pooled as one.
+        self.block = RESPONSE_BLOCK if self.filter_pool % RESPONSE_BLOCK == 0 else self.filter_pool
         filters = tower_first_filters(config.d_model) if self.stem == "conv_tower" else config.d_model
         # The conv stem reads this layer's weights in `filter_responses` rather than calling it;
         # kept a Conv1d so that the weights, their initial values and saved models stay as they were.
         self.project = nn.Conv1d(4, filters, config.kernel_size, stride=stride)
+        # patch_pool softmax: each filter's sharpness, softmax(sharpness x response) weighting its responses
+        softmax = config.patch_pool == "softmax"
+        self.sharpness = nn.Parameter(torch.full((filters,), SOFTMAX_POOL_SHARPNESS)) if softmax else None
         if self.stem == "conv_tower":
             self.tower = ConvTower(filters, config.d_model, self.patch // self.filter_pool)
 
@@ -128,7 +136,7 @@ class Tokenizer(nn.Module):
         if recompute:
             x = self.chunked_patch_max(onehot)
         else:
-            x = patch_max(self.filter_responses(onehot), self.activation)  # (B, L / filter_pool, filters)
+            x = self.pool_patches(self.filter_responses(onehot))  # (B, L / filter_pool, filters)
         if self.stem == "conv_tower":
             first_valid = valid.view(batch, -1, self.filter_pool).any(dim=-1)  # (B, L / filter_pool)
             stages = (self.tower, x, first_valid)
@@ -155,14 +163,23 @@ class Tokenizer(nn.Module):
 
     def _chunk_tokens(self, padded: torch.Tensor) -> torch.Tensor:
         """Tokens [B, t, D] of bases already padded with the k - 1 bases their filters read beyond them."""
-        return patch_max(self._responses(padded, padded.shape[1] - self.kernel + 1), self.activation)
+        return self.pool_patches(self._responses(padded, padded.shape[1] - self.kernel + 1))
+
+    def pool_patches(self, responses: torch.Tensor) -> torch.Tensor:
+        """[B, L / block, block, D] filter responses -> [B, L / filter_pool, D]: pooled over each patch, activated."""
+        batch, _, _, channels = responses.shape
+        responses = responses.reshape(batch, -1, self.filter_pool, channels)  # (B, L / filter_pool, filter_pool, D)
+        if self.sharpness is not None:
+            return softmax_pool(responses, self.sharpness, self.activation)
+        return patch_max(responses, self.activation)
 
     def filter_responses(self, onehot: torch.Tensor) -> torch.Tensor:
-        """[B, L, 4], L a multiple of p -> [B, T, p, D]: each filter on the k bases centred on each base.
+        """[B, L, 4], L a multiple of p -> [B, L / b, b, D]: each filter on the k bases centred on each base,
+        b bases (`block`: the patch, or 8 of a coarse one) at a time.
 
-        The convolution as one matrix product, token by token: a token's p filter positions
-        read its k + p - 1 bases, which are consecutive rows of the [B, L, 4] input, so each
-        token's window is 4 (k + p - 1) contiguous floats and gathering the windows is a plain
+        The convolution as one matrix product, block by block: a block's b filter positions
+        read its k + b - 1 bases, which are consecutive rows of the [B, L, 4] input, so each
+        block's window is 4 (k + b - 1) contiguous floats and gathering the windows is a plain
         copy. Tokens come out [B, T, D], contiguous, the layout every later layer reads;
         Conv1d's channels-first output left them transposed, and each later layer copied them
         back (docs/demo_long.md, "A faster stem", has what this saves).
@@ -172,20 +189,20 @@ class Tokenizer(nn.Module):
         return self._responses(padded, onehot.shape[1])
 
     def _responses(self, padded: torch.Tensor, length: int) -> torch.Tensor:
-        """filter_responses of `length` bases given with the k - 1 bases around them: [B, length / p, p, D]."""
+        """filter_responses of `length` bases given with the k - 1 bases around them: [B, length / b, b, D]."""
         batch = padded.shape[0]
-        width = self.kernel + self.filter_pool - 1  # bases a token's filters read
+        width = self.kernel + self.block - 1  # bases a block's filters read
         x = padded.contiguous()
-        windows = x.as_strided((batch, length // self.filter_pool, 4 * width), (x.stride(0), 4 * self.filter_pool, 1))
-        weight = self.filters_at_each_offset()  # (p * D, (k + p - 1) * 4)
-        responses = F.linear(windows, weight, self.project.bias.repeat(self.filter_pool))  # (B, T, p * D)
-        return responses.view(batch, -1, self.filter_pool, self.project.out_channels)
+        windows = x.as_strided((batch, length // self.block, 4 * width), (x.stride(0), 4 * self.block, 1))
+        weight = self.filters_at_each_offset()  # (b * D, (k + b - 1) * 4)
+        responses = F.linear(windows, weight, self.project.bias.repeat(self.block))  # (B, L / b, b * D)
+        return responses.view(batch, -1, self.block, self.project.out_channels)
 
     def filters_at_each_offset(self) -> torch.Tensor:
-        """[p * D, (k + p - 1) * 4]: row block j holds the filters j bases into a token's window, zeros elsewhere."""
+        """[b * D, (k + b - 1) * 4]: row block j holds the filters j bases into a block's window, zeros elsewhere."""
         filters = self.project.weight.transpose(1, 2).reshape(self.project.out_channels, -1)  # (D, k * 4), base-major
-        block = filters.new_zeros(self.filter_pool, filters.shape[0], 4 * (self.kernel + self.filter_pool - 1))
-        for offset in range(self.filter_pool):
+        block = filters.new_zeros(self.block, filters.shape[0], 4 * (self.kernel + self.block - 1))
+        for offset in range(self.block):
             block[offset, :, 4 * offset : 4 * (offset + self.kernel)] = filters
         return block.flatten(0, 1)
 
@@ -227,6 +244,20 @@ class ConvTower(nn.Module):
             x = patch_max(x.view(*x.shape[:2], -1, factor), "relu", dim=3)
             valid = valid.view(valid.shape[0], -1, factor).any(dim=-1)
         return x.transpose(1, 2).contiguous()
+
+
+def softmax_pool(responses: torch.Tensor, sharpness: torch.Tensor, activation: str = "relu") -> torch.Tensor:
+    """[B, T, p, D] -> [B, T, D]: each channel's responses within each patch weighted by softmax(sharpness x
+    response) and summed (Enformer's attention pooling, with one sharpness per channel), through `activation`.
+
+    At most the patch's largest response, and near it once the filter is sharp; unlike a max, every position
+    gets gradient by its weight. A max over 32 bases gives a filter that faintly resembles a CTCF site
+    gradient from a site only when the site is its patch's best match, and the long demo's insulator was
+    never found (docs/demo_scale.md, "Why coarse tokens did not learn").
+    """
+    weights = torch.softmax(responses * sharpness, dim=2)
+    pooled = (weights * responses).sum(dim=2)
+    return torch.exp(pooled) if activation == "exp" else F.relu(pooled)
 
 
 def patch_max(responses: torch.Tensor, activation: str = "relu", dim: int = 2) -> torch.Tensor:
@@ -354,6 +385,12 @@ class Block(nn.Module):
         x = x + self._attend(x, padding)
         return x + self._feed_forward(x)
 
+    def start_as_identity(self) -> None:
+        """Zero the output projections of attention and feed-forward: x passes the block unchanged until they learn."""
+        for layer in (self.attention.out, self.feed_forward[-1]):
+            nn.init.zeros_(layer.weight)
+            nn.init.zeros_(layer.bias)
+
     def _attend(self, x: torch.Tensor, padding: torch.Tensor | None) -> torch.Tensor:
         return self.dropout(self.attention(self.norm1(x), padding))
 
@@ -372,6 +409,9 @@ class EPITransformer(nn.Module):
         # Element models keep two segments, so their saved weights load as before.
         self.segment = nn.Embedding(3 if config.input == "span" else 2, config.d_model)
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
+        if config.zero_init:
+            for block in self.blocks:
+                block.start_as_identity()
         self.norm = nn.LayerNorm(config.d_model)
         pooled_width = config.d_model * (3 if config.element_pool else 1)  # the whole, and each element
         head_in = pooled_width + (DISTANCE_FEATURES if config.distance else 0)
@@ -386,6 +426,8 @@ class EPITransformer(nn.Module):
         # Scaled by sqrt(D) as in Vaswani et al.: unscaled, sequence content is small beside
         # the unit-amplitude positions, and training sat at chance for hundreds of steps.
         tokens = tokens * math.sqrt(tokens.shape[-1])
+        if self.config.positions == "none":
+            return tokens, token_valid
         base = position_base(tokens.shape[2], self.config.max_positions)
         return tokens + sinusoidal_positions(tokens.shape[1], tokens.shape[2], tokens.device, base), token_valid
 
