@@ -279,6 +279,26 @@ def test_the_conv_stems_and_their_gradients_are_those_of_conv1d_the_activation_a
         assert not torch.allclose(got["bases"], first["bases"])  # the shared gradient is not MaxPool1d's
 
 
+@pytest.mark.parametrize("patch, kernel", [(16, 19), (24, 5), (128, 11)])
+@pytest.mark.parametrize("stem", ["conv", "conv_exp"])
+def test_coarse_patches_computed_8_bases_at_a_time_are_conv1d_and_max_pooling(patch, kernel, stem):
+    """A patch that is a multiple of 8 has its responses computed 8 bases at a time and pooled as one; a filter
+    may be narrower than the patch. Values and gradients against the layers themselves."""
+    torch.manual_seed(patch + kernel)
+    length = 3 * patch - 5
+    model = EPITransformer(ModelConfig(d_model=8, n_heads=2, patch_size=patch, kernel_size=kernel, stem=stem))
+    assert model.tokenizer.block == (8 if patch % 8 == 0 else patch)
+    onehot, valid = one_hot(2, length, 5), torch.ones(2, length, dtype=torch.bool)
+    valid[1, 10:17] = False
+    upstream = torch.randn(2, 3, 8)
+    weight, bias = model.tokenizer.project.weight, model.tokenizer.project.bias
+    got = stem_and_gradients(lambda b, v: model.tokenizer(b, v)[0], onehot, valid, upstream, weight, bias)
+    layers = lambda b, v: conv_then(stem, "amax", b * v[..., None], weight, bias, patch)  # noqa: E731
+    expected = stem_and_gradients(layers, onehot, valid, upstream, weight, bias)
+    for name in ("tokens", "filters", "bias", "bases"):
+        torch.testing.assert_close(got[name], expected[name], atol=1e-5, rtol=1e-5, msg=name)
+
+
 @pytest.mark.parametrize("activation", ["relu", "exp"])
 def test_patch_max_has_the_gradient_of_its_definition(activation):
     """Finite differences in float64, away from ties and from 0 (where ReLU has no derivative)."""
