@@ -15,6 +15,7 @@ from epiformer.model.transformer import (
     distance_features,
     patch_max,
     softmax_pool,
+    softmax_pooled_filters,
 )
 from tests.helpers import quadratic_tensors, tensor_shapes_during
 
@@ -363,6 +364,49 @@ def test_softmax_pooling_lies_between_the_mean_and_the_max_and_gives_every_posit
     assert ((hard_input.grad > 0).sum(dim=2) == 1).all()  # one winner a patch
     check = (responses[:1, :2, :4, :3].clone().requires_grad_(), torch.tensor([0.5, 2.0, 3.0], dtype=torch.float64))
     assert torch.autograd.gradcheck(lambda r, s: softmax_pool(r, s, "exp"), (check[0], check[1].requires_grad_()))
+
+
+@pytest.mark.parametrize("patch, block, chunk", [(32, 8, 32 * 3), (8, 8, 1 << 16), (12, 12, 12 * 3 * 2)])
+def test_fused_softmax_pooled_filters_are_the_layers_they_fuse_in_any_chunking(patch, block, chunk, monkeypatch):
+    """One token a chunk, a chunk across both batch rows' tokens, two tokens a chunk: the same tokens and gradients
+    (windows, block filters, bias, sharpness) as F.linear then softmax_pool, and float64 finite differences."""
+    import epiformer.model.transformer as transformer
+
+    monkeypatch.setattr(transformer, "FUSED_POOL_RESPONSES", chunk)
+    generator = torch.Generator().manual_seed(patch)
+    filters, width, tokens = 3, 4 * (5 + block - 1), 3
+    windows = torch.randn(2, tokens * patch // block, width, dtype=torch.float64, generator=generator)
+    weight = torch.randn(block * filters, width, dtype=torch.float64, generator=generator) / 4
+    bias = torch.randn(block * filters, dtype=torch.float64, generator=generator)
+    sharpness = torch.tensor([0.5, 2.0, 3.0], dtype=torch.float64)
+    inputs = [t.clone().requires_grad_() for t in (windows, weight, bias, sharpness)]
+    upstream = torch.randn(2, tokens, filters, dtype=torch.float64, generator=generator)
+
+    def layers(windows, weight, bias, sharpness, activation):
+        responses = torch.nn.functional.linear(windows, weight, bias).view(2, tokens, patch, filters)
+        return softmax_pool(responses, sharpness, activation)
+
+    for activation in ("exp", "relu"):
+        fused = softmax_pooled_filters(*inputs, patch, activation)
+        separate = layers(*inputs, activation)
+        torch.testing.assert_close(fused, separate)
+        fused_grads = torch.autograd.grad((fused * upstream).sum(), inputs)
+        separate_grads = torch.autograd.grad((separate * upstream).sum(), inputs)
+        for name, ours, theirs in zip(("windows", "weight", "bias", "sharpness"), fused_grads, separate_grads):
+            torch.testing.assert_close(ours, theirs, msg=f"{activation}: {name}")
+    assert torch.autograd.gradcheck(lambda *x: softmax_pooled_filters(*x, patch, "exp"), inputs)
+
+
+def test_a_softmax_pooled_stem_keeps_no_per_base_tensor_for_the_backward_pass():
+    """What the fusion is for: a span's step keeps its tokens, not a response per base and filter."""
+    config = ModelConfig(d_model=8, n_heads=2, patch_size=128, kernel_size=19, stem="conv_exp", patch_pool="softmax")
+    tokenizer = EPITransformer(config).tokenizer
+    onehot, valid = one_hot(1, 128 * 40, 3), torch.ones(1, 128 * 40, dtype=torch.bool)
+    saved = []
+    keep = lambda t: saved.append(t.untyped_storage().nbytes() // t.element_size()) or t  # noqa: E731 (views: their storage)
+    with torch.autograd.graph.saved_tensors_hooks(keep, lambda t: t):
+        tokenizer(onehot, valid)[0].sum().backward()
+    assert saved and max(saved) < 128 * 40 * 8  # the padded bases (4 floats a base), not a response a base and filter
 
 
 def test_patch_pool_softmax_needs_a_conv_stem_and_a_max_pooled_model_has_no_sharpness():

@@ -135,7 +135,9 @@ class Tokenizer(nn.Module):
             x = F.pad(onehot.transpose(1, 2), (left, self.kernel - self.patch - left))  # (B, 4, L')
             return self.project(x).transpose(1, 2), token_valid  # (B, T, D)
         recompute = recomputing(batch * token_valid.shape[1] * self.patch // self.filter_pool)
-        if recompute:
+        if self.fuses_pooling(onehot):  # keeps no per-base tensor for the backward pass: nothing to recompute
+            x = self._chunk_tokens(self.pad_for_filters(onehot))
+        elif recompute:
             x = self.chunked_patch_max(onehot)
         else:
             x = self.pool_patches(self.filter_responses(onehot))  # (B, L / filter_pool, filters)
@@ -153,8 +155,7 @@ class Tokenizer(nn.Module):
         A chunk reads its neighbours' bases at its edges, as the whole would.
         """
         batch, length, _ = onehot.shape
-        left = (self.kernel - 1) // 2
-        padded = F.pad(onehot, (0, 0, left, self.kernel - 1 - left))  # (B, L + k - 1, 4), N beyond the ends
+        padded = self.pad_for_filters(onehot)
         chunk = max(1, RECOMPUTE_TOKENS // batch) * self.filter_pool  # bases a chunk's first-stage tokens cover
         tokens = [
             checkpoint(
@@ -166,7 +167,21 @@ class Tokenizer(nn.Module):
 
     def _chunk_tokens(self, padded: torch.Tensor) -> torch.Tensor:
         """Tokens [B, t, D] of bases already padded with the k - 1 bases their filters read beyond them."""
-        return self.pool_patches(self._responses(padded, padded.shape[1] - self.kernel + 1))
+        length = padded.shape[1] - self.kernel + 1
+        if self.fuses_pooling(padded):
+            windows, weight, bias = self._windows(padded, length), *self._block_filters()
+            return softmax_pooled_filters(windows, weight, bias, self.sharpness, self.filter_pool, self.activation)
+        return self.pool_patches(self._responses(padded, length))
+
+    def fuses_pooling(self, bases: torch.Tensor) -> bool:
+        """Whether the filters and their softmax pooling run as one (`softmax_pooled_filters`): softmax-pooled,
+        on the CPU. A GPU's memory keeps pace with the separate passes, and the fused chunks are too small for it."""
+        return self.sharpness is not None and bases.device.type == "cpu"
+
+    def pad_for_filters(self, onehot: torch.Tensor) -> torch.Tensor:
+        """[B, L, 4] -> [B, L + k - 1, 4]: the bases each end's filters read beyond the sequence, as N."""
+        left = (self.kernel - 1) // 2
+        return F.pad(onehot, (0, 0, left, self.kernel - 1 - left))
 
     def pool_patches(self, responses: torch.Tensor) -> torch.Tensor:
         """[B, L / block, block, D] filter responses -> [B, L / filter_pool, D]: pooled over each patch, activated."""
@@ -187,19 +202,22 @@ class Tokenizer(nn.Module):
         Conv1d's channels-first output left them transposed, and each later layer copied them
         back (docs/demo_long.md, "A faster stem", has what this saves).
         """
-        left = (self.kernel - 1) // 2
-        padded = F.pad(onehot, (0, 0, left, self.kernel - 1 - left))  # (B, L + k - 1, 4), N beyond the ends
-        return self._responses(padded, onehot.shape[1])
+        return self._responses(self.pad_for_filters(onehot), onehot.shape[1])
 
     def _responses(self, padded: torch.Tensor, length: int) -> torch.Tensor:
         """filter_responses of `length` bases given with the k - 1 bases around them: [B, length / b, b, D]."""
-        batch = padded.shape[0]
+        responses = F.linear(self._windows(padded, length), *self._block_filters())  # (B, L / b, b * D)
+        return responses.view(padded.shape[0], -1, self.block, self.project.out_channels)
+
+    def _windows(self, padded: torch.Tensor, length: int) -> torch.Tensor:
+        """[B, length / b, (k + b - 1) * 4]: the bases each block of b filter positions reads (a view, no copy)."""
         width = self.kernel + self.block - 1  # bases a block's filters read
         x = padded.contiguous()
-        windows = x.as_strided((batch, length // self.block, 4 * width), (x.stride(0), 4 * self.block, 1))
-        weight = self.filters_at_each_offset()  # (b * D, (k + b - 1) * 4)
-        responses = F.linear(windows, weight, self.project.bias.repeat(self.block))  # (B, L / b, b * D)
-        return responses.view(batch, -1, self.block, self.project.out_channels)
+        return x.as_strided((x.shape[0], length // self.block, 4 * width), (x.stride(0), 4 * self.block, 1))
+
+    def _block_filters(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The weight [b * D, (k + b - 1) * 4] and bias [b * D] that turn a block's window into its b responses."""
+        return self.filters_at_each_offset(), self.project.bias.repeat(self.block)
 
     def filters_at_each_offset(self) -> torch.Tensor:
         """[b * D, (k + b - 1) * 4]: row block j holds the filters j bases into a block's window, zeros elsewhere."""
@@ -261,6 +279,83 @@ def softmax_pool(responses: torch.Tensor, sharpness: torch.Tensor, activation: s
     weights = torch.softmax(responses * sharpness, dim=2)
     pooled = (weights * responses).sum(dim=2)
     return torch.exp(pooled) if activation == "exp" else F.relu(pooled)
+
+
+FUSED_POOL_RESPONSES = 1 << 16  # responses (bases x filters) one chunk of softmax_pooled_filters holds: 256 kB
+
+
+def softmax_pooled_filters(windows, weight, bias, sharpness, patch: int, activation: str) -> torch.Tensor:
+    """`softmax_pool` of the filter responses F.linear(windows, weight, bias) over patches of `patch` bases, computed
+    a few patches at a time so that no per-base tensor is ever whole: [B, n, w] windows of blocks of b bases
+    (`Tokenizer._windows`), weight [b * D, w], bias [b * D], sharpness [D] -> tokens [B, n * b / patch, D].
+
+    Separately, the responses, the softmax's passes and their gradients each cross main memory at every base
+    (16 M floats a step of 4,096 tokens at 128 bp with 32 filters): the CPU waited on memory for 70% of a
+    span model's step. In chunks that stay in cache, the backward pass recomputes each chunk's responses (one
+    small matrix product) instead of keeping them. Same values and gradients as the separate layers (tested).
+    """
+    return _SoftmaxPooledFilters.apply(windows, weight, bias, sharpness, patch, activation)
+
+
+class _SoftmaxPooledFilters(torch.autograd.Function):
+    """softmax_pooled_filters. With w = softmax(s r) over a patch's responses r and pooled = sum(w r):
+    d pooled / d r = w (1 + s (r - pooled)) and d pooled / d s = sum(w r (r - pooled)). Not twice differentiable."""
+
+    @staticmethod
+    def forward(ctx, windows, weight, bias, sharpness, patch, activation):
+        batch, blocks, _ = windows.shape
+        filters = sharpness.shape[0]
+        pooled = windows.new_empty(batch, blocks * weight.shape[0] // (patch * filters), filters)  # (B, T, D)
+        for row, tokens, _, responses in _chunk_responses(windows, weight, bias, patch, filters):
+            weights = torch.softmax(responses * sharpness, dim=1)  # (t, p, D)
+            torch.sum(weights.mul_(responses), dim=1, out=pooled[row, tokens])
+        out = torch.exp(pooled) if activation == "exp" else F.relu(pooled)
+        ctx.save_for_backward(windows, weight, bias, sharpness, pooled, out)
+        ctx.patch, ctx.activation = patch, activation
+        return out
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad):
+        windows, weight, bias, sharpness, pooled, out = ctx.saved_tensors
+        grad = grad * (out if ctx.activation == "exp" else (pooled > 0).to(grad.dtype))  # d loss / d pooled
+        needs_windows, needs_weight, needs_bias, needs_sharpness = ctx.needs_input_grad[:4]
+        grad_windows = torch.zeros_like(windows, memory_format=torch.contiguous_format) if needs_windows else None
+        grad_weight = torch.zeros_like(weight) if needs_weight else None
+        grad_bias = torch.zeros_like(bias) if needs_bias else None
+        grad_sharpness = torch.zeros_like(sharpness) if needs_sharpness else None
+        filters = sharpness.shape[0]
+        chunks = _chunk_responses(windows, weight, bias, ctx.patch, filters)
+        for row, tokens, blocks, responses in chunks:
+            weights = torch.softmax(responses * sharpness, dim=1)  # (t, p, D)
+            chunk_grad, chunk_pooled = grad[row, tokens, None], pooled[row, tokens, None]  # (t, 1, D)
+            spread = (responses - chunk_pooled).mul_(weights)  # w (r - pooled)
+            if needs_sharpness:
+                grad_sharpness += (chunk_grad * (spread * responses)).sum(dim=(0, 1))
+            grad_responses = spread.mul_(sharpness).add_(weights).mul_(chunk_grad)  # (t, p, D)
+            grad_responses = grad_responses.view(-1, weight.shape[0])  # (t p / b, b D): a row a block
+            if needs_weight:
+                grad_weight.addmm_(grad_responses.t(), windows[row, blocks])
+            if needs_bias:
+                grad_bias += grad_responses.sum(dim=0)
+            if needs_windows:
+                grad_windows[row, blocks] = grad_responses @ weight
+        return grad_windows, grad_weight, grad_bias, grad_sharpness, None, None
+
+
+def _chunk_responses(windows, weight, bias, patch: int, filters: int):
+    """(batch row, its tokens, their blocks (slices), responses [t, patch, D]) for a few tokens at a time,
+    FUSED_POOL_RESPONSES responses a chunk."""
+    batch, blocks, _ = windows.shape
+    blocks_per_token = patch * filters // weight.shape[0]
+    tokens = blocks // blocks_per_token
+    step = max(1, FUSED_POOL_RESPONSES // (patch * filters))
+    for row in range(batch):
+        for start in range(0, tokens, step):
+            stop = min(start + step, tokens)
+            blocks = slice(start * blocks_per_token, stop * blocks_per_token)
+            responses = F.linear(windows[row, blocks], weight, bias)  # (t p / b, b D)
+            yield row, slice(start, stop), blocks, responses.view(stop - start, patch, filters)
 
 
 def patch_max(responses: torch.Tensor, activation: str = "relu", dim: int = 2) -> torch.Tensor:
