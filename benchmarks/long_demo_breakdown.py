@@ -1,4 +1,4 @@
-"""Where each model of `make demo-long` loses AUROC: the insulator, or the partner grammar?
+"""Where each model of `make demo-long` (or `make demo-scale`) loses AUROC: the insulator, or the partner grammar?
 
 The long demo's label needs two things (docs/demo_long.md): whether the two elements are
 partners of the grammar (an exclusive-or of the enhancer's and the promoter's motif: GATA1
@@ -16,7 +16,8 @@ last (a perfect insulator), and if hard negatives were (a perfect grammar). The 
 row shows what the what-ifs themselves cost it (they rank 0.05-probability pairs last). Usage, after
 `make demo-long`:
     python benchmarks/long_demo_breakdown.py [--run runs/demo-long] [--out breakdown.tsv]
-(docs/results/demo_long.md's breakdown table is written from such a TSV.)
+    python benchmarks/long_demo_breakdown.py --run runs/demo-scale --cell demo_scale   # the same classes, borders
+(docs/results/demo_long.md's and demo_scale.md's breakdown tables are written from such TSVs.)
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from long_demo_run import RUN, results_dir, truth_path
+from long_demo_run import CELL, RUN, results_dir, truth_path
 from sklearn.metrics import roc_auc_score
 
 
@@ -57,12 +58,13 @@ def breakdown(pairs: pd.DataFrame) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--run", type=Path, default=RUN, help="where make demo-long ran")
+    parser.add_argument("--cell", default=CELL, help=f"the demo's cell line (default {CELL}; demo_scale)")
     parser.add_argument("--out", type=Path, help="also write the table here (TSV, one row per model)")
     args = parser.parse_args()
-    truth_file = truth_path(args.run)
-    model_dirs = sorted(path.parent for path in results_dir(args.run).glob("*/predictions.tsv"))
+    truth_file = truth_path(args.run, args.cell)
+    model_dirs = sorted(path.parent for path in results_dir(args.run, args.cell).glob("*/predictions.tsv"))
     if not truth_file.exists() or not model_dirs:
-        raise SystemExit(f"{args.run}: no long-demo truth or predictions; run `make demo-long` first (or give --run).")
+        raise SystemExit(f"{args.run}: no {args.cell} truth or predictions; run its demo first (or give --run).")
     truth = pd.read_csv(truth_file, sep="\t")
     rows = {}
     for model_dir in model_dirs:

@@ -25,9 +25,10 @@ def span_model_settings() -> dict:
     return {key: value for key, value in entry.items() if key != "attention"}
 
 
-def truth_path(run: Path) -> Path:
-    return run / "resources" / CELL / f"{CELL}.truth.tsv"
+def truth_path(run: Path, cell: str = CELL) -> Path:
+    """The generator's truth table of a demo run (the long demo's, or `cell`'s: demo_scale writes the same)."""
+    return run / "resources" / cell / f"{cell}.truth.tsv"
 
 
-def results_dir(run: Path) -> Path:
-    return run / "results" / CELL
+def results_dir(run: Path, cell: str = CELL) -> Path:
+    return run / "results" / cell

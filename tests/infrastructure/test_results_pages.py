@@ -132,3 +132,37 @@ def test_the_matched_table_bolds_gains_over_distance_that_hold_within_distance()
     assert table[0] == "| cell line | linear | linear_distance | distance |"
     assert table[2] == "| c1 | **0.660 (+0.150)** | 0.550 (+0.040) | 0.510 |"
     assert table[3] == "| c2 |  |  | 0.500 |"
+
+
+def test_the_goal_table_checks_each_span_model_against_the_oracle_the_ceiling_every_bin_and_its_control(tmp_path):
+    writer = load_writer()
+    columns = ["cell_line", "model", "input", "between", "auroc", "oracle_auroc", "element_ceiling_auroc"]
+    summary = pd.DataFrame(
+        [
+            ("c", "span", "span", "sequence", 0.90, 0.94, 0.75),  # meets every part
+            ("c", "span_b", "span", "sequence", 0.91, 0.94, 0.75),  # loses one bin to distance
+            ("c", "span_c", "span", "sequence", 0.88, 0.94, 0.75),  # 0.06 below the oracle, no control
+            ("c", "span_length_control", "span", "shuffled", 0.70, 0.94, 0.75),  # a control: no row of its own
+            ("c", "linear", "elements", None, 0.72, 0.94, 0.75),  # an element model: no row
+        ],
+        columns=columns,
+    )
+    bins = pd.DataFrame(
+        [("c", m, b, a) for m, aurocs in {"span": (0.9, 0.8), "span_b": (0.9, 0.5), "span_c": (0.9, 0.9),
+                                          "distance": (0.6, 0.6)}.items() for b, a in zip(("b1", "b2"), aurocs)],
+        columns=["cell_line", "model", "bin", "auroc"],
+    )  # fmt: skip
+    bins.to_csv(tmp_path / "distance_bins.tsv", sep="\t", index=False)
+    paired = pd.DataFrame(
+        [
+            ("c", "span", "span_length_control", "length_control", "auroc", 0.20, 0.10, 0.30),
+            ("c", "span_b", "span_b_length_control", "length_control", "auroc", 0.21, 0.12, 0.30),
+            ("c", "span_c", "distance", "baseline", "auroc", 0.40, 0.30, 0.50),
+        ],
+        columns=["cell_line", "model", "baseline", "reference", "metric", "difference", "lo", "hi"],
+    )
+    table = writer.goal_table(summary, paired, tmp_path).splitlines()
+    assert len(table) == 5
+    assert table[2] == "| c | span | 0.900 | 0.040 | +0.150 | 2 of 2 | +0.200 [+0.100, +0.300] | yes |"
+    assert table[3].startswith("| c | span_b | 0.910 | 0.030 | +0.160 | 1 of 2 |") and table[3].endswith("| no |")
+    assert table[4] == "| c | span_c | 0.880 | 0.060 | +0.130 | 2 of 2 | no control | no |"

@@ -294,7 +294,8 @@ def softmax_pooled_filters(windows, weight, bias, sharpness, patch: int, activat
     span model's step. In chunks that stay in cache, the backward pass recomputes each chunk's responses (one
     small matrix product) instead of keeping them. Same values and gradients as the separate layers (tested).
     """
-    return _SoftmaxPooledFilters.apply(windows, weight, bias, sharpness, patch, activation)
+    with torch.autocast(device_type=windows.device.type, enabled=False):  # in the inputs' dtype, as the pool's sums
+        return _SoftmaxPooledFilters.apply(windows, weight, bias, sharpness, patch, activation)
 
 
 class _SoftmaxPooledFilters(torch.autograd.Function):
@@ -317,30 +318,31 @@ class _SoftmaxPooledFilters(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, grad):
-        windows, weight, bias, sharpness, pooled, out = ctx.saved_tensors
-        grad = grad * (out if ctx.activation == "exp" else (pooled > 0).to(grad.dtype))  # d loss / d pooled
-        needs_windows, needs_weight, needs_bias, needs_sharpness = ctx.needs_input_grad[:4]
-        grad_windows = torch.zeros_like(windows, memory_format=torch.contiguous_format) if needs_windows else None
-        grad_weight = torch.zeros_like(weight) if needs_weight else None
-        grad_bias = torch.zeros_like(bias) if needs_bias else None
-        grad_sharpness = torch.zeros_like(sharpness) if needs_sharpness else None
-        filters = sharpness.shape[0]
-        chunks = _chunk_responses(windows, weight, bias, ctx.patch, filters)
-        for row, tokens, blocks, responses in chunks:
-            weights = torch.softmax(responses * sharpness, dim=1)  # (t, p, D)
-            chunk_grad, chunk_pooled = grad[row, tokens, None], pooled[row, tokens, None]  # (t, 1, D)
-            spread = (responses - chunk_pooled).mul_(weights)  # w (r - pooled)
-            if needs_sharpness:
-                grad_sharpness += (chunk_grad * (spread * responses)).sum(dim=(0, 1))
-            grad_responses = spread.mul_(sharpness).add_(weights).mul_(chunk_grad)  # (t, p, D)
-            grad_responses = grad_responses.view(-1, weight.shape[0])  # (t p / b, b D): a row a block
-            if needs_weight:
-                grad_weight.addmm_(grad_responses.t(), windows[row, blocks])
-            if needs_bias:
-                grad_bias += grad_responses.sum(dim=0)
-            if needs_windows:
-                grad_windows[row, blocks] = grad_responses @ weight
-        return grad_windows, grad_weight, grad_bias, grad_sharpness, None, None
+        with torch.autocast(device_type=grad.device.type, enabled=False):
+            windows, weight, bias, sharpness, pooled, out = ctx.saved_tensors
+            grad = grad * (out if ctx.activation == "exp" else (pooled > 0).to(grad.dtype))  # d loss / d pooled
+            needs_windows, needs_weight, needs_bias, needs_sharpness = ctx.needs_input_grad[:4]
+            grad_windows = torch.zeros_like(windows, memory_format=torch.contiguous_format) if needs_windows else None
+            grad_weight = torch.zeros_like(weight) if needs_weight else None
+            grad_bias = torch.zeros_like(bias) if needs_bias else None
+            grad_sharpness = torch.zeros_like(sharpness) if needs_sharpness else None
+            filters = sharpness.shape[0]
+            chunks = _chunk_responses(windows, weight, bias, ctx.patch, filters)
+            for row, tokens, blocks, responses in chunks:
+                weights = torch.softmax(responses * sharpness, dim=1)  # (t, p, D)
+                chunk_grad, chunk_pooled = grad[row, tokens, None], pooled[row, tokens, None]  # (t, 1, D)
+                spread = (responses - chunk_pooled).mul_(weights)  # w (r - pooled)
+                if needs_sharpness:
+                    grad_sharpness += (chunk_grad * (spread * responses)).sum(dim=(0, 1))
+                grad_responses = spread.mul_(sharpness).add_(weights).mul_(chunk_grad)  # (t, p, D)
+                grad_responses = grad_responses.view(-1, weight.shape[0])  # (t p / b, b D): a row a block
+                if needs_weight:
+                    grad_weight.addmm_(grad_responses.t(), windows[row, blocks])
+                if needs_bias:
+                    grad_bias += grad_responses.sum(dim=0)
+                if needs_windows:
+                    grad_windows[row, blocks] = grad_responses @ weight
+            return grad_windows, grad_weight, grad_bias, grad_sharpness, None, None
 
 
 def _chunk_responses(windows, weight, bias, patch: int, filters: int):
