@@ -3,7 +3,7 @@
 `stem: conv` computes each filter at every base and keeps each channel's largest ReLU
 response within a patch (`conv_exp`: exp in place of ReLU). The model does it as one matrix
 product over each token's bases and a fused patch maximum and activation
-(`Tokenizer.filter_responses`, `patch_max`); the reference here is the same stem written
+(`Tokenizer.patch_tokens`, `patch_max`); the reference here is the same stem written
 with PyTorch's layers (the model's code before), with the same weights, for the stem of
 config/demo_long.yaml's span models. Both are timed forward + backward on the span model of
 config/demo_long.yaml (a batch of spans of `--tokens` tokens in all), the stem alone and a

@@ -114,7 +114,7 @@ class Tokenizer(nn.Module):
         # square of this, so a coarse patch is computed 8 bases at a time and pooled as one.
         self.block = RESPONSE_BLOCK if self.filter_pool % RESPONSE_BLOCK == 0 else self.filter_pool
         filters = tower_first_filters(config.d_model) if self.stem == "conv_tower" else config.d_model
-        # The conv stem reads this layer's weights in `filter_responses` rather than calling it;
+        # The conv stem reads this layer's weights in `_block_filters` rather than calling it;
         # kept a Conv1d so that the weights, their initial values and saved models stay as they were.
         self.project = nn.Conv1d(4, filters, config.kernel_size, stride=stride)
         # patch_pool softmax: each filter's sharpness, softmax(sharpness x response) weighting its responses
@@ -135,12 +135,11 @@ class Tokenizer(nn.Module):
             x = F.pad(onehot.transpose(1, 2), (left, self.kernel - self.patch - left))  # (B, 4, L')
             return self.project(x).transpose(1, 2), token_valid  # (B, T, D)
         recompute = recomputing(batch * token_valid.shape[1] * self.patch // self.filter_pool)
-        if self.fuses_pooling(onehot):  # keeps no per-base tensor for the backward pass: nothing to recompute
-            x = self._chunk_tokens(self.pad_for_filters(onehot))
-        elif recompute:
+        # The fused softmax pool keeps no per-base tensor for the backward pass: nothing to recompute.
+        if recompute and not self.fuses_pooling(onehot):
             x = self.chunked_patch_max(onehot)
         else:
-            x = self.pool_patches(self.filter_responses(onehot))  # (B, L / filter_pool, filters)
+            x = self.patch_tokens(self.pad_for_filters(onehot))  # (B, L / filter_pool, filters)
         if self.stem == "conv_tower":
             first_valid = valid.view(batch, -1, self.filter_pool).any(dim=-1)  # (B, L / filter_pool)
             stages = (self.tower, x, first_valid)
@@ -159,14 +158,15 @@ class Tokenizer(nn.Module):
         chunk = max(1, RECOMPUTE_TOKENS // batch) * self.filter_pool  # bases a chunk's first-stage tokens cover
         tokens = [
             checkpoint(
-                self._chunk_tokens, padded[:, start : min(start + chunk, length) + self.kernel - 1], use_reentrant=False
+                self.patch_tokens, padded[:, start : min(start + chunk, length) + self.kernel - 1], use_reentrant=False
             )
             for start in range(0, length, chunk)
         ]
         return torch.cat(tokens, dim=1)
 
-    def _chunk_tokens(self, padded: torch.Tensor) -> torch.Tensor:
-        """Tokens [B, t, D] of bases already padded with the k - 1 bases their filters read beyond them."""
+    def patch_tokens(self, padded: torch.Tensor) -> torch.Tensor:
+        """Tokens [B, t, D] (first-stage tokens for conv_tower) of bases already padded with the k - 1 bases their
+        filters read beyond them: each filter's responses (`_responses`) pooled over each patch."""
         length = padded.shape[1] - self.kernel + 1
         if self.fuses_pooling(padded):
             windows, weight, bias = self._windows(padded, length), *self._block_filters()
@@ -191,26 +191,22 @@ class Tokenizer(nn.Module):
             return softmax_pool(responses, self.sharpness, self.activation)
         return patch_max(responses, self.activation)
 
-    def filter_responses(self, onehot: torch.Tensor) -> torch.Tensor:
-        """[B, L, 4], L a multiple of p -> [B, L / b, b, D]: each filter on the k bases centred on each base,
-        b bases (`block`: the patch, or 8 of a coarse one) at a time.
-
-        The convolution as one matrix product, block by block: a block's b filter positions
-        read its k + b - 1 bases, which are consecutive rows of the [B, L, 4] input, so each
-        block's window is 4 (k + b - 1) contiguous floats and gathering the windows is a plain
-        copy. Tokens come out [B, T, D], contiguous, the layout every later layer reads;
-        Conv1d's channels-first output left them transposed, and each later layer copied them
-        back (docs/demo_long.md, "A faster stem", has what this saves).
-        """
-        return self._responses(self.pad_for_filters(onehot), onehot.shape[1])
-
     def _responses(self, padded: torch.Tensor, length: int) -> torch.Tensor:
-        """filter_responses of `length` bases given with the k - 1 bases around them: [B, length / b, b, D]."""
+        """Each filter on the k bases centred on each of `length` bases (a multiple of the patch), given with the
+        k - 1 bases around them: [B, length / b, b, D], b bases (`block`: the patch, or 8 of a coarse one) at a time."""
         responses = F.linear(self._windows(padded, length), *self._block_filters())  # (B, L / b, b * D)
         return responses.view(padded.shape[0], -1, self.block, self.project.out_channels)
 
     def _windows(self, padded: torch.Tensor, length: int) -> torch.Tensor:
-        """[B, length / b, (k + b - 1) * 4]: the bases each block of b filter positions reads (a view, no copy)."""
+        """[B, length / b, (k + b - 1) * 4]: the bases each block of b filter positions reads (a view, no copy).
+
+        The convolution is one matrix product, block by block: a block's b filter positions
+        read its k + b - 1 bases, which are consecutive rows of the [B, L, 4] input, so each
+        block's window is 4 (k + b - 1) contiguous floats and gathering the windows is a plain
+        view. Tokens come out [B, T, D], contiguous, the layout every later layer reads;
+        Conv1d's channels-first output left them transposed, and each later layer copied them
+        back (docs/demo_long.md, "A faster stem", has what this saves).
+        """
         width = self.kernel + self.block - 1  # bases a block's filters read
         x = padded.contiguous()
         return x.as_strided((x.shape[0], length // self.block, 4 * width), (x.stride(0), 4 * self.block, 1))
@@ -276,9 +272,13 @@ def softmax_pool(responses: torch.Tensor, sharpness: torch.Tensor, activation: s
     gradient from a site only when the site is its patch's best match, and the long demo's insulator was
     found in 1 seed of 4 at 128 bp, against 3 of 4 with this pool (docs/demo_scale.md, "Coarse tokens that learn").
     """
-    weights = torch.softmax(responses * sharpness, dim=2)
-    pooled = (weights * responses).sum(dim=2)
+    pooled = (patch_weights(responses, sharpness, dim=2) * responses).sum(dim=2)
     return torch.exp(pooled) if activation == "exp" else F.relu(pooled)
+
+
+def patch_weights(responses: torch.Tensor, sharpness: torch.Tensor, dim: int) -> torch.Tensor:
+    """softmax(sharpness x response) over a patch's positions (`dim`): the weights of the softmax pool."""
+    return torch.softmax(responses * sharpness, dim=dim)
 
 
 FUSED_POOL_RESPONSES = 1 << 16  # responses (bases x filters) one chunk of softmax_pooled_filters holds: 256 kB
@@ -308,7 +308,7 @@ class _SoftmaxPooledFilters(torch.autograd.Function):
         filters = sharpness.shape[0]
         pooled = windows.new_empty(batch, blocks * weight.shape[0] // (patch * filters), filters)  # (B, T, D)
         for row, tokens, _, responses in _chunk_responses(windows, weight, bias, patch, filters):
-            weights = torch.softmax(responses * sharpness, dim=1)  # (t, p, D)
+            weights = patch_weights(responses, sharpness, dim=1)  # (t, p, D)
             torch.sum(weights.mul_(responses), dim=1, out=pooled[row, tokens])
         out = torch.exp(pooled) if activation == "exp" else F.relu(pooled)
         ctx.save_for_backward(windows, weight, bias, sharpness, pooled, out)
@@ -329,7 +329,7 @@ class _SoftmaxPooledFilters(torch.autograd.Function):
             filters = sharpness.shape[0]
             chunks = _chunk_responses(windows, weight, bias, ctx.patch, filters)
             for row, tokens, blocks, responses in chunks:
-                weights = torch.softmax(responses * sharpness, dim=1)  # (t, p, D)
+                weights = patch_weights(responses, sharpness, dim=1)  # (t, p, D)
                 chunk_grad, chunk_pooled = grad[row, tokens, None], pooled[row, tokens, None]  # (t, 1, D)
                 spread = (responses - chunk_pooled).mul_(weights)  # w (r - pooled)
                 if needs_sharpness:
