@@ -27,8 +27,8 @@ def one_hot(batch, length, seed):
 
 # (stem, pool, element_pool); M7 first
 READOUTS = [("linear", "mean", False), ("conv", "max", False), ("conv", "mean", False), ("linear", "max", False)]
-READOUTS += [("conv", "max", True), ("linear", "mean", True), ("conv_exp", "max", True)]
-SPAN_READOUTS = [READOUTS[0], READOUTS[1], READOUTS[4], READOUTS[6]]
+READOUTS += [("conv", "max", True), ("linear", "mean", True), ("conv_exp", "max", True), ("conv_exp", "softmax", True)]
+SPAN_READOUTS = [READOUTS[0], READOUTS[1], READOUTS[4], READOUTS[6], READOUTS[7]]
 
 
 @pytest.mark.parametrize("stem, pool, element_pool", READOUTS)
@@ -103,6 +103,33 @@ def test_config_rejects_impossible_shapes():
         ModelConfig(stem="cnn")
     with pytest.raises(ValueError, match="pool must be one of mean, max"):
         ModelConfig(pool="sum")
+
+
+def test_the_softmax_token_pool_weighs_valid_tokens_by_softmax_of_sharpness_times_value():
+    """Against the definition, row by row; sharpness 0 is the mean and a sharp pool the max; a row with no valid
+    token pools to zeros, and its gradient stays finite."""
+    torch.manual_seed(0)
+    model = EPITransformer(ModelConfig(d_model=4, n_heads=2, pool="softmax"))
+    x = torch.randn(3, 7, 4, dtype=torch.float64, requires_grad=True)
+    valid = torch.tensor([[True] * 7, [True, False, True, True, False, False, True], [False] * 7])
+    sharpness = torch.tensor([2.0, 0.5, 1.0, 3.0], dtype=torch.float64)
+    with torch.no_grad():
+        model.pool_sharpness.copy_(sharpness)
+    model.double()
+    pooled = model.pool(x, valid)
+    for row in range(2):
+        tokens = x[row, valid[row]]
+        expected = (torch.softmax(tokens * sharpness, dim=0) * tokens).sum(dim=0)
+        torch.testing.assert_close(pooled[row], expected)
+    assert (pooled[2] == 0).all()
+    pooled.sum().backward()
+    assert torch.isfinite(x.grad).all() and (x.grad[2] == 0).all() and (x.grad[1, ~valid[1]] == 0).all()
+    assert (x.grad[0] != 0).all()  # every valid token gets gradient, unlike a max
+    with torch.no_grad():
+        model.pool_sharpness.zero_()
+        torch.testing.assert_close(model.pool(x, valid)[1], x[1, valid[1]].mean(dim=0))
+        model.pool_sharpness.fill_(1e4)
+        torch.testing.assert_close(model.pool(x, valid)[:2], torch.stack([x[0].amax(0), x[1, valid[1]].amax(0)]))
 
 
 def test_distance_features_are_centred_log_distance_and_an_across_chromosome_flag():

@@ -26,7 +26,13 @@ from epiformer.inference.trained_model import load_trained_model
 from epiformer.io.files import sha256_file
 from epiformer.io.runlog import setup_logging
 from epiformer.model.transformer import ModelConfig
-from epiformer.training.train import TrainConfig, positive_weights, train_model, validation_metrics
+from epiformer.training.train import (
+    TrainConfig,
+    log_pairs_per_step,
+    positive_weights,
+    train_model,
+    validation_metrics,
+)
 from tests.helpers import encode_spans_of_fasta
 
 TINY_MODEL = ModelConfig(d_model=16, n_layers=1, n_heads=2, d_ff=32, patch_size=4, kernel_size=8, dropout=0.1)
@@ -549,3 +555,17 @@ def test_two_processes_stop_together_at_a_token_budget(span_shard_dir, tmp_path)
     first_step = sum(int((-(-lengths[b.batches[0]] // SPAN_MODEL.patch_size)).sum()) for b in batches)
     assert log["epoch"].tolist() == [1] and log["tokens"].tolist() == [first_step]
     assert description["token_budget_reached"] and description["device"] == "cpu x 2"
+
+
+def test_the_log_says_how_many_pairs_a_span_step_holds(span_shard_dir, caplog):
+    train = load_split(span_shard_dir, "train")
+    batches = SpanBatches(train, max_tokens=2_000, patch_size=SPAN_MODEL.patch_size)
+    with caplog.at_level(logging.INFO, logger="epiformer.training.train"):
+        log_pairs_per_step(batches)
+    steps, mean, median = re.search(
+        r"(\d+) steps an epoch, ([\d.]+) pairs a step \(median ([\d.]+)\)", caplog.text
+    ).groups()
+    sizes = [len(rows) for rows in batches.batches]
+    assert int(steps) == len(sizes) and sum(sizes) == len(train.pair_id)  # every pair once an epoch
+    assert float(mean) == pytest.approx(len(train.pair_id) / len(sizes), abs=0.05)
+    assert float(median) == np.median(sizes)

@@ -27,7 +27,10 @@ TOWER_FIRST_POOL = 8  # conv_tower: bases its first stage's filters are pooled o
 # gives every position gradient in proportion to its weight, so a filter that only faintly resembles a motif
 # still learns from its sites; with a max over 32 bases it learns from them only when they win the patch.
 PATCH_POOLS = ("max", "softmax")
-POOLS = ("mean", "max")  # how tokens become one vector: M7's mean over valid tokens, or each channel's maximum
+# How tokens become one vector: M7's mean over valid tokens, each channel's maximum, or its softmax-weighted mean
+# (a learned sharpness per channel, as the softmax patch pool): a max over a span's thousands of tokens gives one
+# token a channel gradient, so a filter learns from a border only once the border is already its best match.
+POOLS = ("mean", "max", "softmax")
 # What tells tokens apart by place: sinusoids added to each token (Vaswani et al.), or nothing. A max pool over a
 # span's tokens reads the span's length off the sinusoids (the longest wavelengths reach their peak only in long
 # spans): at 128 bp a token, span models learned that shortcut, which the long demo's labels do not reward
@@ -58,7 +61,7 @@ class ModelConfig:
     # "linear" (M7), "conv" (kernel_size-wide filters, ReLU, max per patch), "conv_exp" (exp), or "conv_tower"
     # (kernel_size-wide exp filters pooled over 8 bp, then convolution and pooling stages up to patch_size)
     stem: str = "linear"
-    pool: str = "mean"  # "mean" (M7) or "max" over valid tokens
+    pool: str = "mean"  # "mean" (M7), "max" or "softmax" over valid tokens (POOLS)
     element_pool: bool = False  # the head also reads each element's tokens pooled on their own
     # Conv stems: each filter's responses within a patch (conv_tower: within its first stage's 8 bp) pooled by
     # "max" or "softmax" (PATCH_POOLS; a learned sharpness per filter, starting at 2, as Enformer's pooling)

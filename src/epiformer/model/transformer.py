@@ -18,19 +18,19 @@ A model with `distance: true` also takes the pair's genomic distance [B] in bp (
 window centres for elements, the span length for spans; -1 across chromosomes). Output:
 one logit per pair, [B].
 
-Tokens are a linear projection of `kernel_size` bases taken every `patch_size` bases (a
-strided convolution with no nonlinearity; 1/1 = one token per base), or with `stem: conv`
-the largest ReLU response of `kernel_size`-wide filters within each patch (`conv_exp`: exp). Pre-norm blocks,
-final LayerNorm, mean pooling over valid tokens only (with `pool: max`, each channel's
-largest value over them), and a small head. M7 is the linear stem and the mean; the other
-two choices exist for spans, where a mean over thousands of tokens drowns a few sites. With
-`element_pool: true` the head also reads each element's tokens pooled on their own (the pooled
-whole, then the enhancer, then the promoter, joined), so it knows which element holds which
-motif, which a pool over a span of background sequence blurs. A distance-aware
-model joins `distance_features` (log distance, and whether the pair is across chromosomes)
-to the pooled representation before the head: genomic distance is the strongest single
-predictor of enhancer-promoter contact, and the sequence cannot tell it; a linear term of
-the same features is added to the logit.
+Tokens are a linear projection of `kernel_size` bases taken every `patch_size` bases (a strided
+convolution with no nonlinearity; 1/1 = one token per base), or with `stem: conv` the largest ReLU
+response of `kernel_size`-wide filters within each patch (`conv_exp`: exp). Pre-norm blocks, final
+LayerNorm, mean pooling over valid tokens only (with `pool: max`, each channel's largest value over
+them; `softmax`, its values weighted by softmax(sharpness x value)), and a small head. M7 is the
+linear stem and the mean; the other choices exist for spans, where a mean over thousands of tokens
+drowns a few sites. With `element_pool: true` the head also reads each element's tokens pooled on
+their own (the pooled whole, then the enhancer, then the promoter, joined), so it knows which
+element holds which motif, which a pool over a span of background sequence blurs. A distance-aware
+model joins `distance_features` (log distance, and whether the pair is across chromosomes) to the
+pooled representation before the head: genomic distance is the strongest single predictor of
+enhancer-promoter contact, and the sequence cannot tell it; a linear term of the same features is
+added to the logit.
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ ATTENTION = {"linear": linear_attention, "softmax": softmax_attention}
 POSITION_BASE = 10000.0  # Vaswani et al.'s
 RESPONSE_BLOCK = 8  # bases a conv stem's matrix product covers at once when its patch is a multiple of it
 SOFTMAX_POOL_SHARPNESS = 2.0  # patch_pool softmax: each filter's starting sharpness (Enformer's pooling starts at 2)
+TOKEN_POOL_SHARPNESS = 2.0  # pool softmax: each channel's starting sharpness over a span's tokens
 
 
 def position_base(dim: int, max_positions: int) -> float:
@@ -513,6 +514,8 @@ class EPITransformer(nn.Module):
             for block in self.blocks:
                 block.start_as_identity()
         self.norm = nn.LayerNorm(config.d_model)
+        if config.pool == "softmax":
+            self.pool_sharpness = nn.Parameter(torch.full((config.d_model,), TOKEN_POOL_SHARPNESS))
         pooled_width = config.d_model * (3 if config.element_pool else 1)  # the whole, and each element
         head_in = pooled_width + (DISTANCE_FEATURES if config.distance else 0)
         self.head = nn.Sequential(nn.Linear(head_in, config.d_model), nn.GELU(), nn.Linear(config.d_model, 1))
@@ -564,10 +567,16 @@ class EPITransformer(nn.Module):
         return self.head(pooled).squeeze(-1)
 
     def pool(self, x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
-        """[B, T, D] -> [B, D]: the mean (with pool: max, the largest value) over valid tokens; zeros if none."""
+        """[B, T, D] -> [B, D]: the mean over valid tokens (`pool`: max, each channel's largest value; softmax, its
+        values weighted by softmax(sharpness x value)); zeros where a row has no valid token."""
+        empty = ~valid.any(dim=1, keepdim=True)  # (B, 1)
         if self.config.pool == "max":
             pooled = x.masked_fill(~valid[..., None], float("-inf")).amax(dim=1)
-            return pooled.masked_fill(~valid.any(dim=1, keepdim=True), 0.0)  # no valid token: zeros, not -inf
+            return pooled.masked_fill(empty, 0.0)  # no valid token: zeros, not -inf
+        if self.config.pool == "softmax":
+            # An empty row's scores stay finite (all invalid, uniform) so that no NaN reaches the gradient.
+            scores = (x * self.pool_sharpness).masked_fill(~valid[..., None] & ~empty[..., None], float("-inf"))
+            return (torch.softmax(scores, dim=1) * x).sum(dim=1).masked_fill(empty, 0.0)
         weights = valid[..., None].to(x.dtype)
         return (x * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1)
 

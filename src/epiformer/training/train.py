@@ -459,7 +459,22 @@ def _start_run(rank, world, model_config: ModelConfig, train_config: TrainConfig
             run.device_name,
             "bf16 autocast" if device.type == "cuda" else "float32",
         )
+        log_pairs_per_step(_epoch_batches(train_data, model_config, train_config, 1, rank, world))
     return run
+
+
+def log_pairs_per_step(batches) -> None:
+    """Log how many pairs a step of span batches holds (long spans fill a batch alone).
+
+    A step of one pair has one label, and AdamW moves every weight about as far for it whatever its class
+    weight: the scale demo's steps hold a median of one pair, and its runs that missed the borders ended
+    scoring every pair alike (docs/demo_scale.md, "Runs that miss"). Element-window batches hold
+    `batch_size` pairs.
+    """
+    if not isinstance(batches, SpanBatches) or not len(batches):
+        return
+    pairs = np.array([len(rows) for rows in batches.batches])
+    log.info("%d steps an epoch, %.1f pairs a step (median %g)", len(pairs), pairs.mean(), np.median(pairs))
 
 
 def _resume(run: _Run) -> _Progress:
