@@ -92,6 +92,16 @@ def model_config(model):
 
 
 SPAN_MODELS = [name for name in MODELS if model_config(name).get("input") == "span"]
+
+
+def training_priority(wildcards):
+    """Trainings go before other jobs when cores are short (10); softmax on spans first of all (11): its
+    validation and test scoring grow with the square of each span, and started last, as it was in make
+    demo-long, they held the run's end for 8 minutes on one core while the other idled."""
+    entry = model_config(wildcards.model)
+    return 11 if entry.get("input") == "span" and entry.get("attention") == "softmax" else 10
+
+
 # Variant effects (the variants rule; `epiformer variants`): for each cell line whose sample sheet row
 # gives a `vcf`, by each of its own models (a span model scores a variant anywhere in a pair's span).
 VARIANT_CELLS = [cell for cell in CELL_LINES if "vcf" in samples.columns and samples.loc[cell, "vcf"]]

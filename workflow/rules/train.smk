@@ -16,8 +16,8 @@ rule train:
     wildcard_constraints:
         model=regex_of([name for name in CELL_MODELS if name not in REPLICATED_MODELS]),
     # Trainings, the longest jobs, first when cores are short: a training's evaluation then runs
-    # beside the other trainings instead of holding a core one of them waits for (longest first).
-    priority: 10
+    # beside the other trainings instead of holding a core one of them waits for (training_priority).
+    priority: training_priority
     conda:
         "../../envs/pytorch.yaml"
     # One set of threads per data-parallel process, and one GPU each unless device is cpu
