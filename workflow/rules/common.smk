@@ -97,7 +97,7 @@ SPAN_MODELS = [name for name in MODELS if model_config(name).get("input") == "sp
 def training_priority(wildcards):
     """Trainings go before other jobs when cores are short (10); softmax on spans first of all (11): its
     validation and test scoring grow with the square of each span, and started last, as it was in make
-    demo-long, they held the run's end for 8 minutes on one core while the other idled."""
+    demo-long, they held the run's end for about 13 minutes on one core while the other idled."""
     entry = model_config(wildcards.model)
     return 11 if entry.get("input") == "span" and entry.get("attention") == "softmax" else 10
 
