@@ -6,7 +6,9 @@ from sklearn.metrics import average_precision_score, f1_score, matthews_corrcoef
 from epiformer.evaluation.metrics import (
     best_f1_threshold,
     bootstrap_interval,
+    bootstrap_rows,
     compute_metrics,
+    dependence_groups,
     fast_average_precision,
     fast_roc_auc,
     paired_bootstrap_difference,
@@ -132,3 +134,91 @@ def test_seed_changes_the_interval_and_the_same_seed_reproduces_it():
     other = paired_bootstrap_difference(labels, model, baseline, roc_auc_score, resamples=100, seed=6)
     assert (other["lo"], other["hi"]) != (first["lo"], first["hi"])
     assert other["difference"] == first["difference"]  # the point difference does not depend on the seed
+
+
+def independent_grouped_interval(labels, scores, metric, groups, resamples, seed):
+    """The clustered interval recomputed apart from evaluation.metrics: each draw takes the groups' rows in a loop."""
+    rng = np.random.default_rng(seed)
+    names = list(dict.fromkeys(groups.tolist()))  # groups in order of first appearance
+    rows_of = {name: np.flatnonzero(groups == name) for name in names}
+    values = []
+    for _ in range(resamples):
+        rows = np.concatenate([rows_of[names[index]] for index in rng.integers(0, len(names), len(names))])
+        if 0 < labels[rows].sum() < len(rows):
+            values.append(metric(labels[rows], scores[rows]))
+    return list(np.percentile(values, [2.5, 97.5]))
+
+
+@pytest.mark.parametrize("name", list(METRICS))
+def test_grouped_interval_equals_a_loop_over_the_groups(name):
+    test = scored(300, 6)
+    labels, scores = test["label"].to_numpy(), test["score"].to_numpy()
+    groups = np.random.default_rng(7).integers(0, 40, len(labels)) * 3 + 5  # 40 groups, labels not 0..39
+    metric = METRICS[name]
+    grouped = bootstrap_interval(labels, scores, metric, 200, 3, groups)
+    assert grouped == pytest.approx(independent_grouped_interval(labels, scores, metric, groups, 200, 3), abs=1e-12)
+    assert grouped != pytest.approx(bootstrap_interval(labels, scores, metric, 200, 3), abs=1e-6)
+
+
+def test_one_pair_a_group_is_the_pair_bootstrap():
+    labels = scored(150, 8)["label"].to_numpy()
+    pairs = list(bootstrap_rows(labels, 50, 2))
+    singletons = list(bootstrap_rows(labels, 50, 2, np.arange(len(labels))))
+    assert len(pairs) == len(singletons) and all(np.array_equal(a, b) for a, b in zip(pairs, singletons))
+
+
+@pytest.mark.parametrize("name", list(METRICS))
+def test_groups_of_copies_widen_the_interval_back_to_the_originals(name):
+    """Four copies of each pair are no more evidence than one: the pair bootstrap of the copies is about half as
+    wide as the originals' (sqrt(4)); resampling each pair's copies together gives the originals' interval exactly."""
+    test = scored(200, 9)
+    labels, scores = test["label"].to_numpy(), test["score"].to_numpy()
+    copies, metric = 4, METRICS[name]
+    copied_labels, copied_scores = np.repeat(labels, copies), np.repeat(scores, copies)
+    original = bootstrap_interval(labels, scores, metric, 300, 1)
+    naive = bootstrap_interval(copied_labels, copied_scores, metric, 300, 1)
+    grouped = bootstrap_interval(copied_labels, copied_scores, metric, 300, 1, np.repeat(np.arange(200), copies))
+    assert grouped == pytest.approx(original, abs=1e-12)
+    width = original[1] - original[0]
+    assert 0.35 * width < naive[1] - naive[0] < 0.7 * width
+
+
+def test_paired_difference_draws_whole_groups_for_both_models():
+    test = scored(240, 10)
+    labels, a = test["label"].to_numpy(), test["score"].to_numpy()
+    b = np.clip(a + np.random.default_rng(11).normal(0, 0.1, len(a)), 0, 1)
+    groups = np.arange(len(labels)) // 6
+    paired = paired_bootstrap_difference(labels, a, b, roc_auc_score, 200, 0, groups)
+    rows = list(bootstrap_rows(labels, 200, 0, groups))
+    expected = np.percentile(
+        [roc_auc_score(labels[r], a[r]) - roc_auc_score(labels[r], b[r]) for r in rows], [2.5, 97.5]
+    )
+    assert [paired["lo"], paired["hi"]] == pytest.approx(list(expected), abs=1e-12)
+    assert paired["resamples_used"] == len(rows)
+
+
+def windows_table(enhancers, promoters):
+    """windows.tsv rows for (enhancer, promoter) element numbers: element k is chr1:k*1000-(k*1000+200)."""
+
+    def element(prefix, numbers):
+        numbers = np.asarray(numbers)
+        return {f"{prefix}_chrom": "chr1", f"{prefix}_start": numbers * 1000, f"{prefix}_end": numbers * 1000 + 200}
+
+    return pd.DataFrame({**element("enhancer", enhancers), **element("promoter", promoters)})
+
+
+def together(groups) -> list[list[bool]]:
+    """Whether each two rows are in one group: what a grouping means, whatever numbers it gives the groups."""
+    groups = np.asarray(groups)
+    return (groups[:, None] == groups[None, :]).tolist()
+
+
+def test_dependence_groups_join_pairs_by_shared_elements():
+    # Pairs 0-1 share promoter 50; pair 2 shares enhancer 1 with pair 1; pair 3 stands alone; 4-5 share promoter 60.
+    promoters = [50, 50, 70, 80, 60, 60]
+    windows = windows_table([0, 1, 1, 2, 3, 4], promoters)
+    assert together(dependence_groups(windows, "promoter")) == together(promoters)
+    assert together(dependence_groups(windows, "element")) == together([0, 0, 0, 1, 2, 2])
+    assert list(dependence_groups(windows, "pair")) == list(range(6))
+    with pytest.raises(ValueError, match="bootstrap unit 'gene'"):
+        dependence_groups(windows, "gene")

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 from sklearn.metrics import (
     average_precision_score,
     balanced_accuracy_score,
@@ -26,16 +28,75 @@ def best_f1_threshold(labels: np.ndarray, scores: np.ndarray) -> float:
     return float(thresholds[int(np.argmax(f1[:-1]))])
 
 
-def bootstrap_rows(labels: np.ndarray, resamples: int, seed: int):
+def bootstrap_rows(labels: np.ndarray, resamples: int, seed: int, groups: np.ndarray | None = None):
     """Row indices of each of `resamples` seeded draws with replacement, skipping draws that lack a class.
 
-    Every bootstrap here draws through this, so the same seed resamples the same pairs.
+    Without `groups`, each draw takes N rows. With `groups` ([N] labels of the unit of dependence,
+    `dependence_groups`), each draw takes as many groups as there are, with replacement, and every
+    row of each group drawn: pairs that share an element stay together, so the interval counts the
+    groups, not the pairs, as the independent observations. One pair a group draws exactly the
+    pairs' resamples. Every bootstrap here draws through this, so the same seed (and groups)
+    resamples the same pairs for every model of a cell line.
     """
     rng = np.random.default_rng(seed)
+    if groups is None:
+        for _ in range(resamples):
+            rows = rng.integers(0, len(labels), len(labels))
+            if 0 < labels[rows].sum() < len(rows):
+                yield rows
+        return
+    members, starts, sizes = _group_members(np.asarray(groups))
     for _ in range(resamples):
-        rows = rng.integers(0, len(labels), len(labels))
+        drawn = rng.integers(0, len(sizes), len(sizes))
+        lengths = sizes[drawn]
+        # Row k of the draw is member (k - its group's first k) of its group: one gather for all groups.
+        first = np.repeat(np.cumsum(lengths) - lengths, lengths)
+        rows = members[np.repeat(starts[drawn], lengths) + np.arange(lengths.sum()) - first]
         if 0 < labels[rows].sum() < len(rows):
             yield rows
+
+
+def _group_members(groups: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows ordered by group (first appearance order, rows in order within), each group's first index there, sizes."""
+    _, first_row, codes = np.unique(groups, return_index=True, return_inverse=True)
+    by_appearance = np.argsort(np.argsort(first_row, kind="stable"), kind="stable")[codes.ravel()]
+    members = np.argsort(by_appearance, kind="stable")
+    sizes = np.bincount(by_appearance)
+    return members, np.cumsum(sizes) - sizes, sizes
+
+
+BOOTSTRAP_UNITS = ("element", "promoter", "pair")
+
+
+def dependence_groups(windows: pd.DataFrame, unit: str) -> np.ndarray:
+    """int [N]: the group of each windows.tsv row that a clustered bootstrap resamples whole (`bootstrap_rows`).
+
+    - `element`: pairs joined by a shared enhancer or a shared promoter, transitively (the connected
+      components of the enhancer-promoter graph): every pair that shares a window with another is in
+      its group, so no dependence through a shared element is left between groups.
+    - `promoter`: pairs of the same promoter window; pairs sharing only an enhancer fall in different groups.
+    - `pair`: every pair its own group (the pair bootstrap).
+
+    Elements are windows.tsv's coordinates (chromosome, start, end), so the same element of two pairs is the
+    same window whatever the input table named it.
+    """
+    if unit not in BOOTSTRAP_UNITS:
+        raise ValueError(f"bootstrap unit {unit!r}: use one of {', '.join(BOOTSTRAP_UNITS)}")
+    if unit == "pair":
+        return np.arange(len(windows))
+    promoters = _element_codes(windows, "promoter")
+    if unit == "promoter":
+        return promoters
+    enhancers = _element_codes(windows, "enhancer")
+    offset = enhancers.max() + 1 if len(enhancers) else 0
+    nodes = offset + (promoters.max() + 1 if len(promoters) else 0)
+    edges = coo_matrix((np.ones(len(windows)), (enhancers, offset + promoters)), shape=(nodes, nodes))
+    return connected_components(edges, directed=False)[1][enhancers]
+
+
+def _element_codes(windows: pd.DataFrame, element: str) -> np.ndarray:
+    columns = [f"{element}_chrom", f"{element}_start", f"{element}_end"]
+    return windows.groupby(columns, sort=False).ngroup().to_numpy()
 
 
 def percentile_interval(values) -> list[float]:
@@ -44,12 +105,13 @@ def percentile_interval(values) -> list[float]:
     return [float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))] if values else [np.nan, np.nan]
 
 
-def bootstrap_interval(labels, scores, metric, resamples: int, seed: int) -> list[float]:
-    """Percentile 95% interval of `metric` over resamples that hold both classes.
+def bootstrap_interval(labels, scores, metric, resamples: int, seed: int, groups=None) -> list[float]:
+    """Percentile 95% interval of `metric` over resamples that hold both classes (whole `groups`, if given).
 
     `scores` may have more columns than one (rows are drawn whole) for a metric that reads them.
     """
-    return percentile_interval(metric(labels[rows], scores[rows]) for rows in bootstrap_rows(labels, resamples, seed))
+    draws = bootstrap_rows(labels, resamples, seed, groups)
+    return percentile_interval(metric(labels[rows], scores[rows]) for rows in draws)
 
 
 def _ranked_counts(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -76,21 +138,21 @@ def fast_average_precision(labels: np.ndarray, scores: np.ndarray) -> float:
     return float(np.sum(np.diff(recall) * precision))
 
 
-def paired_bootstrap_difference(labels, scores_a, scores_b, metric, resamples: int, seed: int) -> dict:
+def paired_bootstrap_difference(labels, scores_a, scores_b, metric, resamples: int, seed: int, groups=None) -> dict:
     """`metric(a) - metric(b)` on the same pairs, with a paired percentile 95% bootstrap interval.
 
     `labels`, `scores_a` and `scores_b` are [N] arrays (scores may be [N, k] rows, drawn whole) over the same
     pairs in the same order.
-    Each resample draws N rows with replacement (`bootstrap_rows`: the draws `bootstrap_interval`
-    makes with this seed) and scores a and b on those same rows, so what the two share (pairs that are easy
-    or hard for both) cancels in the difference; resamples that lack a class are skipped.
+    Each resample draws N rows with replacement, or whole `groups` (`bootstrap_rows`: the draws
+    `bootstrap_interval` makes with this seed) and scores a and b on those same rows, so what the two share
+    (pairs that are easy or hard for both) cancels in the difference; resamples that lack a class are skipped.
     Returns `difference` (on all N rows), `lo`, `hi` (nan when no resample held both classes)
     and `resamples_used`.
     """
     labels, scores_a, scores_b = np.asarray(labels), np.asarray(scores_a), np.asarray(scores_b)
     values = [
         metric(labels[rows], scores_a[rows]) - metric(labels[rows], scores_b[rows])
-        for rows in bootstrap_rows(labels, resamples, seed)
+        for rows in bootstrap_rows(labels, resamples, seed, groups)
     ]
     low, high = percentile_interval(values)
     return {
@@ -101,8 +163,11 @@ def paired_bootstrap_difference(labels, scores_a, scores_b, metric, resamples: i
     }
 
 
-def compute_metrics(test: pd.DataFrame, val: pd.DataFrame | None, resamples: int = 1000, seed: int = 0) -> dict:
-    """Metrics of test predictions (columns label, score); the threshold comes from `val`."""
+def compute_metrics(
+    test: pd.DataFrame, val: pd.DataFrame | None, resamples: int = 1000, seed: int = 0, groups=None
+) -> dict:
+    """Metrics of test predictions (columns label, score); the threshold comes from `val`; intervals resample
+    whole `groups` ([N], `dependence_groups` of the test rows) where given, else pairs."""
     labels, scores = test["label"].to_numpy(int), test["score"].to_numpy(float)
     metrics = {
         "n_test": int(len(labels)),
@@ -110,8 +175,8 @@ def compute_metrics(test: pd.DataFrame, val: pd.DataFrame | None, resamples: int
         "negatives": int(len(labels) - labels.sum()),
         "auroc": float(roc_auc_score(labels, scores)),
         "auprc": float(average_precision_score(labels, scores)),
-        "auroc_ci95": bootstrap_interval(labels, scores, roc_auc_score, resamples, seed),
-        "auprc_ci95": bootstrap_interval(labels, scores, average_precision_score, resamples, seed),
+        "auroc_ci95": bootstrap_interval(labels, scores, roc_auc_score, resamples, seed, groups),
+        "auprc_ci95": bootstrap_interval(labels, scores, average_precision_score, resamples, seed, groups),
         "prevalence": float(labels.mean()),
     }
     if val is not None:
