@@ -14,6 +14,7 @@ metrics = run_baseline(
     pseudo_pairs=snakemake.params.pseudo_pairs,
     resamples=snakemake.params.bootstrap,
     seed=snakemake.params.seed,
+    bootstrap_unit=snakemake.params.bootstrap_unit,
 )
 log.info(
     "%s baseline: test AUROC %.4f, AUPRC %.4f on %d pairs",

@@ -16,5 +16,7 @@ metrics = evaluate_model(
     max_tokens=snakemake.params.max_tokens,
     device=snakemake.params.device,
     replicate_predictions=list(snakemake.output.replicates),
+    windows=snakemake.input.windows,
+    bootstrap_unit=snakemake.params.bootstrap_unit,
 )
 log.info("Test AUROC %.4f, AUPRC %.4f on %d pairs", metrics["auroc"], metrics["auprc"], metrics["n_test"])

@@ -26,6 +26,7 @@ table = write_summary(
     paired_path=snakemake.output.paired,
     resamples=snakemake.params.bootstrap,
     seed=snakemake.params.seed,
+    bootstrap_unit=snakemake.params.bootstrap_unit,
     distance_bins_path=snakemake.output.distance_bins,
     distance_bins=snakemake.params.distance_bins,
     distance_strata=snakemake.params.distance_strata,

@@ -215,11 +215,23 @@ def shared_difficulty(n: int = 400, seed: int = 0):
     return labels, model, baseline
 
 
-def independent_paired_interval(labels, scores_a, scores_b, metric, resamples, seed):
+def independent_paired_interval(labels, scores_a, scores_b, metric, resamples, seed, promoters=None):
     """The paired percentile interval of `metric(a) - metric(b)`, recomputed apart from epiformer.evaluation.metrics:
-    one seeded row draw per resample, both scored on it; ((lo, hi), resamples that held both classes)."""
+    one seeded draw per resample, both scored on it; ((lo, hi), resamples that held both classes).
+
+    Without `promoters`, a draw is N rows; with them ([N] promoter names), as many promoters as there are (in
+    order of first appearance) and all the rows of each.
+    """
     rng = np.random.default_rng(seed)
-    draws = [rng.integers(0, len(labels), len(labels)) for _ in range(resamples)]
+    if promoters is None:
+        draws = [rng.integers(0, len(labels), len(labels)) for _ in range(resamples)]
+    else:
+        names = list(dict.fromkeys(promoters))
+        rows_of = [np.flatnonzero(np.asarray(promoters) == name) for name in names]
+        draws = [
+            np.concatenate([rows_of[index] for index in rng.integers(0, len(names), len(names))])
+            for _ in range(resamples)
+        ]
     kept = [rows for rows in draws if 0 < labels[rows].sum() < len(rows)]
     differences = [metric(labels[rows], scores_a[rows]) - metric(labels[rows], scores_b[rows]) for rows in kept]
     return np.percentile(differences, [2.5, 97.5]), len(kept)

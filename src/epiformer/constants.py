@@ -23,3 +23,5 @@ GENOME_STORE, GENOME_STORE_FORMAT = "genome", 1  # the genome encoded once (`epi
 # metric recomputes exactly from the files; a fixed "%.6g" made ties and moved AUROC in the 6th digit.
 SCORE_FORMAT = None  # pandas' to_csv float_format
 DISTANCE_BINS, DISTANCE_STRATA = 5, 10  # evaluate.distance_bins and .distance_strata (evaluation.distance): quantiles
+BOOTSTRAP_UNITS = ("promoter", "element", "pair")  # evaluate.bootstrap_unit's choices (metrics.dependence_groups)
+BOOTSTRAP_UNIT = "promoter"  # and its default: all test pairs of a promoter are resampled together

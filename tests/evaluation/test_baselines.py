@@ -202,7 +202,9 @@ def test_the_rule_runs_the_package_with_the_config_values(tiny_run, tmp_path):
             kmer_size=config["baselines"]["kmer_size"],
             pseudo_pairs=config["baselines"]["pseudo_pairs"],
             seed=config["evaluate"]["seed"],
+            bootstrap_unit=config["evaluate"]["bootstrap_unit"],
         )
+        assert written["bootstrap_unit"] == config["evaluate"]["bootstrap_unit"] == "promoter"
         assert written["baseline"] == again["baseline"]  # name, k, smoothing, chosen C, feature count
         assert written["auroc"] == pytest.approx(again["auroc"], abs=1e-6)
         assert written["auroc_ci95"] == pytest.approx(again["auroc_ci95"], abs=1e-6)

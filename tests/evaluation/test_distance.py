@@ -159,3 +159,34 @@ def test_bin_labels_read_in_kb_without_exponents_at_megabase_distances():
     table = binned_metrics(np.array([0, 1, 0, 1, 0, 1]), np.linspace(0, 1, 6), distances, bins=2)
     assert table["bin"].tolist() == ["30-412 kb", "412-2100 kb"]
     assert not table["bin"].str.contains("e").any()
+
+
+def test_with_a_bootstrap_unit_the_summary_resamples_the_promoters_of_windows_tsv(tmp_path):
+    distances, labels, distance_only, reads_signal = distance_confounded(n=600)
+    pair_ids, promoters = np.arange(600), np.arange(600) // 6  # 100 promoters of 6 pairs
+    windows = tmp_path / "cell" / "windows.tsv"
+    windows.parent.mkdir(parents=True)
+    elements = {"enhancer_chrom": "chr1", "enhancer_start": pair_ids * 10, "enhancer_end": pair_ids * 10 + 5}
+    elements |= {"promoter_chrom": "chr2", "promoter_start": promoters * 10, "promoter_end": promoters * 10 + 5}
+    pd.DataFrame({"pair_id": pair_ids, "distance": distances, "split": "test", **elements}).to_csv(
+        windows, sep="\t", index=False
+    )
+    results = [
+        make_result(tmp_path, "cell", "reads", pair_ids, labels, reads_signal, attention="linear"),
+        make_result(tmp_path, "cell", "distance", pair_ids, labels, distance_only),
+    ]
+    results = [ModelResult(**{**vars(result), "windows": windows}) for result in results]
+    for unit, groups in (("promoter", 100), ("pair", 600)):
+        paths = [tmp_path / f"{unit}_{name}" for name in ("summary.tsv", "summary.md", "paired.tsv")]
+        write_summary(results, *paths, resamples=100, seed=0, bootstrap_unit=unit)
+        paired = pd.read_csv(paths[2], sep="\t")
+        assert (paired["bootstrap_unit"] == unit).all() and (paired["bootstrap_groups"] == groups).all()
+    summary = pd.read_csv(tmp_path / "promoter_summary.tsv", sep="\t").set_index("model")
+    strata = distance_strata(distances, 10)
+    _, low, high = matched_auroc_with_interval(labels, reads_signal, strata, 100, 0, promoters)
+    assert summary.loc["reads", ["matched_auroc_lo", "matched_auroc_hi"]].tolist() == pytest.approx(
+        [low, high], abs=1e-3
+    )
+    _, low, high = paired_matched_difference(labels, reads_signal, distance_only, strata, 100, 0, promoters)
+    assert summary.loc["reads", "matched_auroc_diff_distance_lo"] == pytest.approx(low, abs=1e-3)
+    assert summary.loc["reads", "matched_auroc_diff_distance_hi"] == pytest.approx(high, abs=1e-3)

@@ -222,3 +222,25 @@ def test_dependence_groups_join_pairs_by_shared_elements():
     assert list(dependence_groups(windows, "pair")) == list(range(6))
     with pytest.raises(ValueError, match="bootstrap unit 'gene'"):
         dependence_groups(windows, "gene")
+
+
+def test_metrics_json_intervals_resample_the_promoters_named_in_windows():
+    """The model reads some promoters right and others wrong, so the pairs of a promoter are right or wrong together
+    and the promoters, not the pairs, are the independent observations: the interval must widen."""
+    rng = np.random.default_rng(12)
+    promoters = np.arange(300) // 10  # 30 promoters, 10 pairs each
+    labels = (rng.random(300) < 0.3).astype(int)
+    read_right = (rng.random(30) < 0.75)[promoters]
+    scores = np.where(read_right, labels, 1 - labels) + rng.normal(0, 0.5, 300)
+    test = pd.DataFrame({"pair_id": np.arange(300) + 1000, "label": labels, "score": scores})
+    windows = windows_table(np.arange(300), promoters).assign(pair_id=test["pair_id"])[::-1]  # order does not matter
+    by_pair = compute_metrics(test, None, 300, 0)
+    by_promoter = compute_metrics(test, None, 300, 0, windows, "promoter")
+    assert (by_pair["bootstrap_unit"], by_pair["bootstrap_groups"]) == ("pair", 300)
+    assert (by_promoter["bootstrap_unit"], by_promoter["bootstrap_groups"]) == ("promoter", 30)
+    expected = bootstrap_interval(labels, test["score"].to_numpy(), roc_auc_score, 300, 0, promoters)
+    assert by_promoter["auroc_ci95"] == pytest.approx(expected, abs=1e-12)
+    widths = [metrics["auroc_ci95"][1] - metrics["auroc_ci95"][0] for metrics in (by_pair, by_promoter)]
+    assert widths[1] > 1.3 * widths[0]
+    with pytest.raises(ValueError, match="pair_id 1000 .1 in all."):
+        compute_metrics(test, None, 50, 0, windows[windows["pair_id"] != 1000], "promoter")

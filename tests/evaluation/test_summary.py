@@ -51,6 +51,8 @@ EXISTING_COLUMNS = [
     "balanced_accuracy",
     "n_test",
     "positives",
+    "bootstrap_unit",
+    "bootstrap_groups",
     "split_mode",
     "parameters",
     "train_seconds",
@@ -115,6 +117,8 @@ METRICS_JSON = {
     "balanced_accuracy": 0.6875,
     "n_test": 120,
     "positives": 30,
+    "bootstrap_unit": "promoter",
+    "bootstrap_groups": 41,
     "split": CHROMOSOME_SPLIT,
 }
 DESCRIPTION = {
@@ -156,6 +160,8 @@ def test_a_model_row_takes_its_values_from_metrics_json_and_model_json(tmp_path)
         "balanced_accuracy": 0.6875,
         "n_test": 120,
         "positives": 30,
+        "bootstrap_unit": "promoter",
+        "bootstrap_groups": 41,
         "split_mode": "chromosome",
         "parameters": 1234,
         "train_seconds": 12.5,

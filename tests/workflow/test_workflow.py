@@ -315,9 +315,15 @@ def test_summary_rule_writes_the_paired_comparison(finished):
     columns = [f"{m}_diff_{b}{s}" for b in BASELINES for m in PAIRED_METRICS for s in ("", "_lo", "_hi")]
     assert set(columns) <= set(summary.columns)
     assert summary.loc[summary["kind"] == "baseline", columns].isna().all().all()
+    assert (paired["bootstrap_unit"] == "promoter").all()  # the default
     markdown = (results / "summary.md").read_text()
     for row in summary[summary["kind"] == "transformer"].itertuples():
         model = pd.read_csv(results / row.cell_line / row.model / "predictions.tsv", sep="\t").set_index("pair_id")
+        model = model.sort_index()
+        windows = pd.read_csv(results / row.cell_line / "windows.tsv", sep="\t").set_index("pair_id")
+        promoters = windows.loc[model.index, ["promoter_chrom", "promoter_start", "promoter_end"]].astype(str)
+        promoters = promoters.agg(":".join, axis=1).tolist()
+        assert row.bootstrap_unit == "promoter" and row.bootstrap_groups == len(set(promoters)) < len(model)
         for baseline in BASELINES:
             other = pd.read_csv(results / row.cell_line / baseline / "predictions.tsv", sep="\t").set_index("pair_id")
             other = other.loc[model.index]
@@ -326,7 +332,7 @@ def test_summary_rule_writes_the_paired_comparison(finished):
                 entry = paired.loc[(row.cell_line, row.model, baseline, name)]
                 difference = metric(labels, scores_a) - metric(labels, scores_b)
                 (low, high), kept = independent_paired_interval(
-                    labels, scores_a, scores_b, metric, config["bootstrap"], config["seed"]
+                    labels, scores_a, scores_b, metric, config["bootstrap"], config["seed"], promoters
                 )
                 for value, want in ((entry["difference"], difference), (entry["lo"], low), (entry["hi"], high)):
                     assert value == pytest.approx(want, abs=1e-4)

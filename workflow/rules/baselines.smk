@@ -19,6 +19,7 @@ rule baseline:
         kmer_size=config["baselines"]["kmer_size"],
         pseudo_pairs=config["baselines"]["pseudo_pairs"],
         bootstrap=config["evaluate"]["bootstrap"],
+        bootstrap_unit=config["evaluate"]["bootstrap_unit"],
         seed=config["evaluate"]["seed"],
     script:
         "../../scripts/baselines.py"

@@ -3,6 +3,7 @@ rule evaluate:
         weights=lambda wildcards: model_weights(wildcards.cell, wildcards.model),
         description=lambda wildcards: f"{model_dir(wildcards.cell, wildcards.model)}/model.json",
         shards=lambda wildcards: get_shards(wildcards.cell, wildcards.model),
+        windows="results/{cell}/windows.tsv",
     output:
         predictions="results/{cell}/{model}/predictions.tsv",
         metrics="results/{cell}/{model}/metrics.json",
@@ -22,6 +23,7 @@ rule evaluate:
         gpu=lambda wildcards: scoring_gpus(wildcards.model),
     params:
         bootstrap=config["evaluate"]["bootstrap"],
+        bootstrap_unit=config["evaluate"]["bootstrap_unit"],
         seed=config["evaluate"]["seed"],
         max_tokens=lambda wildcards: scoring_tokens(wildcards.model),
         device=lambda wildcards: scoring_device(wildcards.model),

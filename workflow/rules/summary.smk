@@ -37,6 +37,7 @@ rule summary:
             for model in EVALUATED
         ],
         bootstrap=config["evaluate"]["bootstrap"],
+        bootstrap_unit=config["evaluate"]["bootstrap_unit"],
         seed=config["evaluate"]["seed"],
         distance_bins=config["evaluate"]["distance_bins"],
         distance_strata=config["evaluate"]["distance_strata"],

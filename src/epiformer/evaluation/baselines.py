@@ -207,13 +207,16 @@ def run_baseline(
     pseudo_pairs: float = 1.0,
     resamples: int = 1000,
     seed: int = 0,
+    bootstrap_unit: str = "pair",
 ) -> dict:
     """Fit one baseline on train, choose C and the threshold on val, score test; write predictions.tsv
-    and metrics.json (see module docstring)."""
+    and metrics.json (see module docstring); intervals resample whole groups of `bootstrap_unit`
+    (`metrics.dependence_groups`)."""
     if name not in BASELINES:
         raise ValueError(f"Unknown baseline {name!r}: choose one of {', '.join(BASELINES)}.")
     shards = {split: load_split(shard_dir, split) for split in SPLITS}
-    tables = split_tables(read_windows(windows_path), shards, windows_path)
+    windows = read_windows(windows_path)
+    tables = split_tables(windows, shards, windows_path)
     labels = {split: shard_set.label.astype(int) for split, shard_set in shards.items()}
     features, description = baseline_features(name, tables, shards, kmer_size, pseudo_pairs)
     scores, c = fit_logistic(features, labels, C_GRIDS[name], seed)
@@ -221,7 +224,8 @@ def run_baseline(
         split: pd.DataFrame({"pair_id": shards[split].pair_id, "label": labels[split], "score": scores[split]})
         for split in SCORED_SPLITS
     }
-    metrics = {**compute_metrics(frames["test"], frames["val"], resamples, seed), **data_fields(shard_dir)}
+    metrics = compute_metrics(frames["test"], frames["val"], resamples, seed, windows, bootstrap_unit)
+    metrics = {**metrics, **data_fields(shard_dir)}
     metrics["baseline"] = {
         "name": name,
         "features": int(features["train"].shape[1]),

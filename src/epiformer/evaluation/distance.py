@@ -109,19 +109,26 @@ def _matched(labels: np.ndarray, scored: np.ndarray) -> float:
 
 
 def matched_auroc_with_interval(
-    labels: np.ndarray, scores: np.ndarray, strata: np.ndarray, resamples: int, seed: int
+    labels: np.ndarray, scores: np.ndarray, strata: np.ndarray, resamples: int, seed: int, groups=None
 ) -> tuple[float, float, float]:
-    """The matched AUROC and its percentile 95% bootstrap interval (the draws of `metrics.bootstrap_rows`)."""
-    low, high = bootstrap_interval(labels, np.column_stack([scores, strata]), _matched, resamples, seed)
+    """The matched AUROC and its percentile 95% bootstrap interval (the draws of `metrics.bootstrap_rows`,
+    whole `groups` where given)."""
+    low, high = bootstrap_interval(labels, np.column_stack([scores, strata]), _matched, resamples, seed, groups)
     return matched_auroc(labels, scores, strata), low, high
 
 
 def paired_matched_difference(
-    labels: np.ndarray, scores_a: np.ndarray, scores_b: np.ndarray, strata: np.ndarray, resamples: int, seed: int
+    labels: np.ndarray,
+    scores_a: np.ndarray,
+    scores_b: np.ndarray,
+    strata: np.ndarray,
+    resamples: int,
+    seed: int,
+    groups=None,
 ) -> tuple[float, float, float]:
     """Matched AUROC of a minus b on the same pairs, with a paired percentile 95% bootstrap interval."""
     a, b = np.column_stack([scores_a, strata]), np.column_stack([scores_b, strata])
-    paired = paired_bootstrap_difference(labels, a, b, _matched, resamples, seed)
+    paired = paired_bootstrap_difference(labels, a, b, _matched, resamples, seed, groups)
     return paired["difference"], paired["lo"], paired["hi"]
 
 
@@ -144,7 +151,8 @@ def distance_evaluation(
     """The within-distance measures of every (cell line, model or baseline), and the long table of their bins.
 
     `frames`: (cell line, name) -> its test predictions with windows.tsv's distance (pair_id,
-    label, score, distance). Returns MATCHED_COLUMNS for each key (the difference with the
+    label, score, distance, and `group` where the intervals resample groups of pairs). Returns
+    MATCHED_COLUMNS for each key (the difference with the
     `distance` baseline of the same cell line, paired on the same bootstrap draws; NaN for the
     baseline itself or without one) and the rows of `distance_bins.tsv`: cell_line, model and
     BIN_COLUMNS.
@@ -156,14 +164,15 @@ def distance_evaluation(
         table = binned_metrics(labels, scores, distances, bins)
         tables.append(table.assign(cell_line=cell, model=name))
         stratum = distance_strata(distances, strata)
-        matched = matched_auroc_with_interval(labels, scores, stratum, resamples, seed)
+        groups = frame["group"].to_numpy() if "group" in frame else None
+        matched = matched_auroc_with_interval(labels, scores, stratum, resamples, seed, groups)
         difference = (np.nan, np.nan, np.nan)
         reference = frames.get((cell, REFERENCE))
         if reference is not None and name != REFERENCE:
             paired = frame[["pair_id"]].merge(reference[["pair_id", "score"]], on="pair_id", how="left")
             if paired["score"].notna().all():  # the same test pairs (paired_predictions has checked by now)
                 difference = paired_matched_difference(
-                    labels, scores, paired["score"].to_numpy(float), stratum, resamples, seed
+                    labels, scores, paired["score"].to_numpy(float), stratum, resamples, seed, groups
                 )
         columns[(cell, name)] = dict(
             zip(MATCHED_COLUMNS, (*matched, *difference, table["auroc"].mean(), table["auprc"].mean()))

@@ -41,6 +41,8 @@ def evaluate_model(
     max_tokens: int = SCORING_TOKENS,
     device: str = "cpu",
     replicate_predictions: list | None = None,
+    windows=None,
+    bootstrap_unit: str = "pair",
 ) -> dict:
     """Score a trained model or ensemble on the test split (and validation, where training kept no scores for it);
     write predictions.tsv and metrics.json.
@@ -52,7 +54,9 @@ def evaluate_model(
     Span models score batches of at most `max_tokens` model tokens (the workflow passes four
     times `train.max_tokens_per_batch`: scoring keeps no activations for a backward pass).
     `device`: cpu, cuda or auto (`inference.devices.select_device`; the workflow scores span
-    models where they trained, element models on the CPU).
+    models where they trained, element models on the CPU). Intervals resample whole groups of
+    `bootstrap_unit` among the test pairs (`metrics.dependence_groups`), from the cell line's
+    `windows` (windows.tsv); without it, pairs.
     """
     model_dir, device = Path(model_dir), select_device(device)
     splits = {split: load_split(shard_dir, split) for split in SCORED_SPLITS}
@@ -63,7 +67,9 @@ def evaluate_model(
         frames = {split: mean_probability([replicate[split] for replicate in scored]) for split in SCORED_SPLITS}
     else:
         frames = score_splits(model_dir, splits, shard_dir, device, max_tokens)
-    metrics = {**compute_metrics(frames["test"], frames["val"], resamples, seed), **data_fields(shard_dir)}
+    table = None if windows is None else pd.read_csv(windows, sep="\t")
+    metrics = compute_metrics(frames["test"], frames["val"], resamples, seed, table, bootstrap_unit)
+    metrics.update(data_fields(shard_dir))
     if scored:
         tests = [replicate["test"] for replicate in scored]
         if replicate_predictions is None:

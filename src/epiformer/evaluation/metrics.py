@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 from sklearn.metrics import (
     average_precision_score,
     balanced_accuracy_score,
@@ -20,6 +18,8 @@ from sklearn.metrics import (
     precision_recall_curve,
     roc_auc_score,
 )
+
+from epiformer.constants import BOOTSTRAP_UNITS
 
 
 def best_f1_threshold(labels: np.ndarray, scores: np.ndarray) -> float:
@@ -65,9 +65,6 @@ def _group_members(groups: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return members, np.cumsum(sizes) - sizes, sizes
 
 
-BOOTSTRAP_UNITS = ("element", "promoter", "pair")
-
-
 def dependence_groups(windows: pd.DataFrame, unit: str) -> np.ndarray:
     """int [N]: the group of each windows.tsv row that a clustered bootstrap resamples whole (`bootstrap_rows`).
 
@@ -88,10 +85,37 @@ def dependence_groups(windows: pd.DataFrame, unit: str) -> np.ndarray:
     if unit == "promoter":
         return promoters
     enhancers = _element_codes(windows, "enhancer")
-    offset = enhancers.max() + 1 if len(enhancers) else 0
-    nodes = offset + (promoters.max() + 1 if len(promoters) else 0)
-    edges = coo_matrix((np.ones(len(windows)), (enhancers, offset + promoters)), shape=(nodes, nodes))
-    return connected_components(edges, directed=False)[1][enhancers]
+    return _shared_element_components(enhancers, promoters)
+
+
+def groups_of_pairs(windows: pd.DataFrame, pair_ids, unit: str, where: str = "windows.tsv") -> np.ndarray:
+    """int [len(pair_ids)]: `dependence_groups` among these pairs (the test pairs, in their order), from the
+    cell line's windows.tsv rows; fails naming `where` when a pair is not there."""
+    table = windows.drop_duplicates("pair_id").set_index("pair_id")
+    pair_ids = np.asarray(pair_ids)
+    missing = ~np.isin(pair_ids, table.index.to_numpy())
+    if missing.any():
+        raise ValueError(
+            f"{where}: pair_id {pair_ids[missing][0]} ({int(missing.sum())} in all) of the predictions is not in it; "
+            "the predictions come from another windows.tsv: re-run the workflow from its windows step."
+        )
+    return dependence_groups(table.loc[pair_ids].reset_index(), unit)
+
+
+def _shared_element_components(enhancers: np.ndarray, promoters: np.ndarray) -> np.ndarray:
+    """int [N]: one label per connected group of pairs, pairs joined by a shared enhancer or promoter code."""
+    offset = int(enhancers.max()) + 1 if len(enhancers) else 0
+    parent = list(range(offset + (int(promoters.max()) + 1 if len(promoters) else 0)))
+
+    def root(node: int) -> int:
+        while parent[node] != node:
+            parent[node] = parent[parent[node]]  # path halving keeps the trees flat
+            node = parent[node]
+        return node
+
+    for enhancer, promoter in zip(enhancers.tolist(), (promoters + offset).tolist()):
+        parent[root(enhancer)] = root(promoter)
+    return np.array([root(enhancer) for enhancer in enhancers.tolist()], dtype=np.int64)
 
 
 def _element_codes(windows: pd.DataFrame, element: str) -> np.ndarray:
@@ -164,11 +188,22 @@ def paired_bootstrap_difference(labels, scores_a, scores_b, metric, resamples: i
 
 
 def compute_metrics(
-    test: pd.DataFrame, val: pd.DataFrame | None, resamples: int = 1000, seed: int = 0, groups=None
+    test: pd.DataFrame,
+    val: pd.DataFrame | None,
+    resamples: int = 1000,
+    seed: int = 0,
+    windows: pd.DataFrame | None = None,
+    unit: str = "pair",
 ) -> dict:
-    """Metrics of test predictions (columns label, score); the threshold comes from `val`; intervals resample
-    whole `groups` ([N], `dependence_groups` of the test rows) where given, else pairs."""
+    """Metrics of test predictions (columns pair_id, label, score); the threshold comes from `val`.
+
+    Intervals resample whole groups of `unit` (`dependence_groups`) among the test pairs, read from the cell
+    line's `windows` table; without it, pairs. `bootstrap_unit` and `bootstrap_groups` say which and how many.
+    """
     labels, scores = test["label"].to_numpy(int), test["score"].to_numpy(float)
+    if windows is None:
+        unit = "pair"
+    groups = None if unit == "pair" else groups_of_pairs(windows, test["pair_id"], unit)
     metrics = {
         "n_test": int(len(labels)),
         "positives": int(labels.sum()),
@@ -178,6 +213,8 @@ def compute_metrics(
         "auroc_ci95": bootstrap_interval(labels, scores, roc_auc_score, resamples, seed, groups),
         "auprc_ci95": bootstrap_interval(labels, scores, average_precision_score, resamples, seed, groups),
         "prevalence": float(labels.mean()),
+        "bootstrap_unit": unit,
+        "bootstrap_groups": int(len(labels) if groups is None else len(np.unique(groups))),
     }
     if val is not None:
         threshold = best_f1_threshold(val["label"].to_numpy(int), val["score"].to_numpy(float))

@@ -4,7 +4,9 @@
 softmax; empty for baselines), input (what the model reads: elements, the two windows, or
 span, everything from one window to the other; elements for baselines), auroc, auroc_lo,
 auroc_hi, auprc, auprc_lo, auprc_hi, f1, mcc, balanced_accuracy, n_test, positives,
-split_mode, parameters (fitted coefficients for a baseline), train_seconds, tokens_per_s,
+bootstrap_unit and bootstrap_groups (what every interval of the row resampled whole,
+`evaluate.bootstrap_unit`: promoter, element or pair, and how many of them the test pairs
+form), split_mode, parameters (fitted coefficients for a baseline), train_seconds, tokens_per_s,
 device, peak_memory_mb (the training process's peak resident memory, or the GPU's peak
 allocation), epochs_trained (fewer than train.epochs when early stopping or the time budget
 train.max_minutes ended training; these five empty for baselines), oracle_auroc (empty unless the sample sheet
@@ -36,10 +38,11 @@ model, bin, distance_low, distance_high, n_test, positives, auroc, auprc.
 model, baseline, metric): cell_line, model, baseline, metric (auroc, auprc), model_value,
 baseline_value, difference (model_value - baseline_value), lo, hi, excludes_zero (the
 interval lies wholly above or below 0), n_test, positives, resamples (drawn),
-resamples_used (those holding both classes), seed. Each resample draws the test pairs once
-and scores both the model and the baseline on them (`metrics.paired_bootstrap_difference`),
-so the interval is that of the difference itself; two unpaired intervals that overlap say
-little about it.
+resamples_used (those holding both classes), seed, bootstrap_unit, bootstrap_groups. Each
+resample draws the test pairs once (whole groups of them: pairs that share a promoter, say, are
+drawn together, `metrics.dependence_groups`) and scores both the model and the baseline on
+them (`metrics.paired_bootstrap_difference`), so the interval is that of the difference itself;
+two unpaired intervals that overlap say little about it.
 """
 
 from __future__ import annotations
@@ -54,7 +57,12 @@ from sklearn.metrics import roc_auc_score
 
 from epiformer.constants import DISTANCE_BINS, DISTANCE_STRATA
 from epiformer.evaluation.distance import MATCHED_COLUMNS, REFERENCE, distance_evaluation, with_distances
-from epiformer.evaluation.metrics import fast_average_precision, fast_roc_auc, paired_bootstrap_difference
+from epiformer.evaluation.metrics import (
+    fast_average_precision,
+    fast_roc_auc,
+    groups_of_pairs,
+    paired_bootstrap_difference,
+)
 from epiformer.io.files import atomic_write_text
 from epiformer.model.configs import length_control_of
 
@@ -134,6 +142,9 @@ def summary_row(result: ModelResult) -> dict:
         "balanced_accuracy": metrics.get("balanced_accuracy"),
         "n_test": metrics["n_test"],
         "positives": metrics["positives"],
+        # What the intervals resampled whole (metrics.dependence_groups), and how many of them the test pairs form.
+        "bootstrap_unit": metrics.get("bootstrap_unit", "pair"),
+        "bootstrap_groups": metrics.get("bootstrap_groups", metrics["n_test"]),
         "split_mode": metrics["split"]["mode"] + (" (leak-prone)" if metrics["split"]["leak_prone"] else ""),
         **(_cost(description) if description else _baseline_cost(metrics)),
         "oracle_auroc": oracle_auroc(result.predictions, result.truth) if result.truth else None,
@@ -211,7 +222,29 @@ PAIRED_COLUMNS = [
     "resamples",
     "resamples_used",
     "seed",
+    "bootstrap_unit",  # what a draw resamples whole: pair, promoter or element (metrics.dependence_groups)
+    "bootstrap_groups",  # how many of them the test pairs form
 ]
+
+
+class WindowsTables:
+    """Each cell line's windows.tsv, read once: the distances and the groups of pairs the bootstraps resample."""
+
+    def __init__(self):
+        self.tables: dict[Path, pd.DataFrame] = {}
+
+    def table(self, path) -> pd.DataFrame:
+        path = Path(path)
+        if path not in self.tables:
+            self.tables[path] = pd.read_csv(path, sep="\t")
+        return self.tables[path]
+
+    def groups(self, result: ModelResult, pair_ids, unit: str) -> np.ndarray | None:
+        """`metrics.groups_of_pairs` of these pairs of `result`'s cell line; None (pairs) for unit pair or
+        without windows.tsv."""
+        if unit == "pair" or result.windows is None:
+            return None
+        return groups_of_pairs(self.table(result.windows), pair_ids, unit, str(result.windows))
 
 
 def paired_predictions(model_predictions, baseline_predictions) -> pd.DataFrame:
@@ -245,13 +278,16 @@ def paired_predictions(model_predictions, baseline_predictions) -> pd.DataFrame:
     return both.rename(columns={"label_model": "label"}).drop(columns="label_baseline").reset_index(drop=True)
 
 
-def paired_comparison(results: list[ModelResult], resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
+def paired_comparison(
+    results: list[ModelResult], resamples: int = 1000, seed: int = 0, unit: str = "pair"
+) -> pd.DataFrame:
     """Every Transformer against every baseline of its cell line: the long table of `paired_comparison.tsv`.
 
     One row per (cell line, model, baseline, metric) with the columns of PAIRED_COLUMNS (see
-    the module docstring); `resamples` and `seed` as `evaluate.bootstrap` and `evaluate.seed`.
+    the module docstring); `resamples`, `seed` and `unit` as `evaluate.bootstrap`, `evaluate.seed`
+    and `evaluate.bootstrap_unit` (whole groups of pairs a draw, from the model's windows.tsv).
     """
-    rows = []
+    rows, windows = [], WindowsTables()
     for cell in dict.fromkeys(result.cell_line for result in results):
         here = [result for result in results if result.cell_line == cell]
         baselines = [result for result in here if not result.description]
@@ -260,11 +296,14 @@ def paired_comparison(results: list[ModelResult], resamples: int = 1000, seed: i
             references = [(b, "baseline") for b in baselines] + ([(control, "length_control")] if control else [])
             for baseline, reference in references:
                 pairs = paired_predictions(model.predictions, baseline.predictions)
+                groups = windows.groups(model, pairs["pair_id"], unit)
                 labels = pairs["label"].to_numpy(int)
                 model_scores = pairs["score_model"].to_numpy(float)
                 baseline_scores = pairs["score_baseline"].to_numpy(float)
                 for metric, score in PAIRED_METRICS.items():
-                    paired = paired_bootstrap_difference(labels, model_scores, baseline_scores, score, resamples, seed)
+                    paired = paired_bootstrap_difference(
+                        labels, model_scores, baseline_scores, score, resamples, seed, groups
+                    )
                     rows.append(
                         {
                             "cell_line": cell,
@@ -283,6 +322,8 @@ def paired_comparison(results: list[ModelResult], resamples: int = 1000, seed: i
                             "resamples": resamples,
                             "resamples_used": paired["resamples_used"],
                             "seed": seed,
+                            "bootstrap_unit": unit if groups is not None else "pair",
+                            "bootstrap_groups": len(labels) if groups is None else len(np.unique(groups)),
                         }
                     )
     return pd.DataFrame(rows, columns=PAIRED_COLUMNS)
@@ -327,21 +368,26 @@ def with_paired_columns(table: pd.DataFrame, paired: pd.DataFrame) -> pd.DataFra
 
 
 def with_distance_columns(
-    table: pd.DataFrame, results: list[ModelResult], distance_bins: int, distance_strata: int, resamples: int, seed: int
+    table: pd.DataFrame,
+    results: list[ModelResult],
+    distance_bins: int,
+    distance_strata: int,
+    resamples: int,
+    seed: int,
+    unit: str = "pair",
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """`table` with MATCHED_COLUMNS (`evaluation.distance`) for every result whose windows.tsv is known, and the
-    long table of their distance bins (empty, and the columns NaN, without windows.tsv)."""
-    windows = {}
+    long table of their distance bins (empty, and the columns NaN, without windows.tsv); intervals resample
+    whole groups of `unit`."""
+    windows = WindowsTables()
     frames = {}
     for result in results:
         if result.windows is None:
             continue
-        if result.windows not in windows:
-            windows[result.windows] = pd.read_csv(result.windows, sep="\t", usecols=["pair_id", "distance"])
         predictions = pd.read_csv(result.predictions, sep="\t")
-        frames[(result.cell_line, result.model)] = with_distances(
-            predictions, windows[result.windows], result.predictions
-        )
+        frame = with_distances(predictions, windows.table(result.windows), result.predictions)
+        groups = windows.groups(result, frame["pair_id"], unit)
+        frames[(result.cell_line, result.model)] = frame if groups is None else frame.assign(group=groups)
     columns, bins_table = distance_evaluation(frames, distance_bins, distance_strata, resamples, seed)
     table = table.copy()
     for column in MATCHED_COLUMNS:
@@ -362,17 +408,20 @@ def write_summary(
     distance_bins_path=None,
     distance_bins: int = DISTANCE_BINS,
     distance_strata: int = DISTANCE_STRATA,
+    bootstrap_unit: str = "pair",
 ) -> pd.DataFrame:
     """Write summary.tsv, summary.md and, given their paths, paired_comparison.tsv and distance_bins.tsv.
 
-    `resamples` and `seed` drive the paired bootstrap (the workflow passes `evaluate.bootstrap`
-    and `evaluate.seed`, as for each model's own intervals); `distance_bins` and
-    `distance_strata` are `evaluate.distance_bins` and `evaluate.distance_strata`.
-    Returns the summary table.
+    `resamples`, `seed` and `bootstrap_unit` drive the paired bootstrap (the workflow passes
+    `evaluate.bootstrap`, `evaluate.seed` and `evaluate.bootstrap_unit`, as for each model's own
+    intervals); `distance_bins` and `distance_strata` are `evaluate.distance_bins` and
+    `evaluate.distance_strata`. Returns the summary table.
     """
-    paired = paired_comparison(results, resamples, seed)
+    paired = paired_comparison(results, resamples, seed, bootstrap_unit)
     table = with_paired_columns(pd.DataFrame([summary_row(r) for r in results]), paired)
-    table, bins_table = with_distance_columns(table, results, distance_bins, distance_strata, resamples, seed)
+    table, bins_table = with_distance_columns(
+        table, results, distance_bins, distance_strata, resamples, seed, bootstrap_unit
+    )
     atomic_write_text(Path(tsv_path), table.to_csv(sep="\t", index=False, float_format="%.4g"))
     atomic_write_text(Path(markdown_path), to_markdown(table, paired))
     if paired_path is not None:
