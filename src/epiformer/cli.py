@@ -23,7 +23,7 @@ import sys
 from functools import partial
 
 from epiformer import __version__
-from epiformer.constants import DISTANCE_BINS, DISTANCE_STRATA
+from epiformer.constants import BOOTSTRAP_UNIT, BOOTSTRAP_UNITS, DISTANCE_BINS, DISTANCE_STRATA
 from epiformer.model.configs import SCORING_BATCH_SIZE
 
 log = logging.getLogger(__name__)
@@ -317,6 +317,13 @@ def add_summary(commands) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default: %(default)s)")
     parser.add_argument(
+        "--bootstrap-unit",
+        choices=BOOTSTRAP_UNITS,
+        default=BOOTSTRAP_UNIT,
+        help="what a resample draws whole, as evaluate.bootstrap_unit: the pairs of a promoter, pairs joined by "
+        "any shared element, or each pair (default: %(default)s)",
+    )
+    parser.add_argument(
         "--distance-bins",
         type=positive_int,
         default=DISTANCE_BINS,
@@ -352,6 +359,7 @@ def run_summary(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         distance_bins_path=folder / "distance_bins.tsv",
         distance_bins=args.distance_bins,
         distance_strata=args.distance_strata,
+        bootstrap_unit=args.bootstrap_unit,
     )
     log.info(
         "%s: summary.tsv, summary.md, paired_comparison.tsv, distance_bins.tsv of %d results", folder, len(results)
