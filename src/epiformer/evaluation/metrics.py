@@ -58,11 +58,14 @@ def bootstrap_rows(labels: np.ndarray, resamples: int, seed: int, groups: np.nda
 
 def _group_members(groups: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows ordered by group (first appearance order, rows in order within), each group's first index there, sizes."""
-    _, first_row, codes = np.unique(groups, return_index=True, return_inverse=True)
-    by_appearance = np.argsort(np.argsort(first_row, kind="stable"), kind="stable")[codes.ravel()]
-    members = np.argsort(by_appearance, kind="stable")
-    sizes = np.bincount(by_appearance)
-    return members, np.cumsum(sizes) - sizes, sizes
+    codes = pd.factorize(groups)[0]  # numbered in order of first appearance
+    sizes = np.bincount(codes)
+    return np.argsort(codes, kind="stable"), np.cumsum(sizes) - sizes, sizes
+
+
+def group_count(groups: np.ndarray | None, pairs: int) -> int:
+    """How many groups a bootstrap resamples: `pairs` without groups."""
+    return pairs if groups is None else len(pd.unique(groups))
 
 
 def dependence_groups(windows: pd.DataFrame, unit: str) -> np.ndarray:
@@ -214,7 +217,7 @@ def compute_metrics(
         "auprc_ci95": bootstrap_interval(labels, scores, average_precision_score, resamples, seed, groups),
         "prevalence": float(labels.mean()),
         "bootstrap_unit": unit,
-        "bootstrap_groups": int(len(labels) if groups is None else len(np.unique(groups))),
+        "bootstrap_groups": group_count(groups, len(labels)),
     }
     if val is not None:
         threshold = best_f1_threshold(val["label"].to_numpy(int), val["score"].to_numpy(float))

@@ -60,6 +60,7 @@ from epiformer.evaluation.distance import MATCHED_COLUMNS, REFERENCE, distance_e
 from epiformer.evaluation.metrics import (
     fast_average_precision,
     fast_roc_auc,
+    group_count,
     groups_of_pairs,
     paired_bootstrap_difference,
 )
@@ -323,7 +324,7 @@ def paired_comparison(
                             "resamples_used": paired["resamples_used"],
                             "seed": seed,
                             "bootstrap_unit": unit if groups is not None else "pair",
-                            "bootstrap_groups": len(labels) if groups is None else len(np.unique(groups)),
+                            "bootstrap_groups": group_count(groups, len(labels)),
                         }
                     )
     return pd.DataFrame(rows, columns=PAIRED_COLUMNS)
