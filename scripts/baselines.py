@@ -1,4 +1,4 @@
-"""Fit one baseline (distance, kmer or propensity) on train; score the test split like the Transformers."""
+"""Fit one baseline (distance, kmer, distance_kmer or propensity) on train; score the test split as the models are."""
 
 from epiformer.evaluation.baselines import run_baseline
 from epiformer.io.runlog import setup_logging

@@ -11,19 +11,22 @@ from epiformer.data.genome import Genome
 from epiformer.data.shards import ShardError, load_split
 from epiformer.data.splits import SplitSpec
 from epiformer.evaluation.baselines import (
+    C_GRIDS,
     base_codes,
+    baseline_features,
     canonical_kmer_columns,
     distance_features,
     fit_logistic,
     kmer_features,
     kmer_frequencies,
     run_baseline,
+    split_tables,
 )
 from epiformer.io.files import read_windows
 from epiformer.sequence.onehot import one_hot
 from tests.helpers import REPO, snakemake, windows_and_shards
 
-BASELINES = ("distance", "kmer", "propensity")
+BASELINES = ("distance", "kmer", "distance_kmer", "propensity")
 CHROMOSOME_SPLIT = SplitSpec(val_chromosomes=("chr2",), test_chromosomes=("chr3",))
 
 
@@ -120,6 +123,40 @@ def test_outputs_have_the_transformer_formats_the_test_pairs_and_sklearn_values(
         if name == "distance":
             by_distance = scores.to_numpy()[np.argsort(windows.loc[predictions["pair_id"], "distance"].to_numpy())]
             assert (np.diff(by_distance) <= 0).all() or (np.diff(by_distance) >= 0).all()
+
+
+def test_distance_kmer_reads_both_and_learns_from_each():
+    """One regression on k-mer and distance columns: where the label needs both, it beats each alone."""
+    rng = np.random.default_rng(3)
+    tables, kmer = {}, {}
+    for split, n in (("train", 3000), ("val", 800), ("test", 1500)):
+        distance = rng.integers(5_000, 400_000, n)
+        motif = rng.random(n) < 0.5  # an element holds a motif: AAAA-rich, else uniform
+        codes = rng.integers(0, 4, (n, 120))
+        codes[motif, :40] = 0
+        logit = 2.5 * motif - 1.5 * np.log10(distance / 50_000)
+        label = (rng.random(n) < 1 / (1 + np.exp(-logit))).astype(int)
+        tables[split] = pd.DataFrame({"distance": distance, "label": label})
+        kmer[split] = kmer_frequencies(codes, 2)
+    both = {split: np.hstack([kmer[split], distance_features(tables[split])]) for split in tables}
+    labels = {split: table["label"].to_numpy() for split, table in tables.items()}
+    distance_only = {split: distance_features(table) for split, table in tables.items()}
+    aurocs = {}
+    for name, features in (("kmer", kmer), ("distance", distance_only), ("distance_kmer", both)):
+        scores, _ = fit_logistic(features, labels, C_GRIDS[name])
+        aurocs[name] = roc_auc_score(labels["test"], scores["test"])
+    assert aurocs["distance_kmer"] > max(aurocs["kmer"], aurocs["distance"]) + 0.03, aurocs
+
+
+def test_distance_kmer_features_are_the_kmer_then_the_distance_columns(tiny_run):
+    shards = {split: load_split(tiny_run / "shards", split) for split in ("train", "val", "test")}
+    tables = split_tables(read_windows(tiny_run / "windows.tsv"), shards)
+    both, description = baseline_features("distance_kmer", tables, shards, 3, 1.0)
+    kmer, _ = baseline_features("kmer", tables, shards, 3, 1.0)
+    for split in shards:
+        assert np.array_equal(both[split][:, :-2], kmer[split])
+        assert np.array_equal(both[split][:, -2:], distance_features(tables[split]))
+    assert description == {"kmer_size": 3}
 
 
 def test_runs_are_deterministic(tiny_run, tmp_path):

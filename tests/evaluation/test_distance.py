@@ -132,6 +132,8 @@ def test_the_summary_gives_the_within_distance_columns_bins_table_and_verdicts(t
     }
     assert verdicts["reads"] == "yes: beyond distance" and verdicts["distance (baseline)"] == ""
     assert verdicts["lengths"] in ("not shown: as distance", "no: below distance")  # noise costs it within strata
+    chance = {line.split("|")[2].strip(): line.split("|")[5].strip() for line in within if line.startswith("| cell |")}
+    assert chance["reads"] == "yes" and chance["distance (baseline)"] in ("yes", "not shown", "no: below")
 
 
 def test_a_prediction_missing_from_windows_tsv_is_an_error_naming_the_file(tmp_path):

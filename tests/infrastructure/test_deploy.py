@@ -75,7 +75,7 @@ def test_dry_run_of_all_plans_every_stage_from_a_user_folder(tmp_path, deploymen
         "encode": 2,
         "train": 4,
         "evaluate": 4,
-        "baseline": 6,
+        "baseline": 8,  # four baselines, two cell lines
         "transfer": 2,
         "plot_scaling_reference": 1,
         "summary": 1,

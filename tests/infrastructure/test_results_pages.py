@@ -117,21 +117,24 @@ def test_the_motif_table_lists_each_cell_lines_top_motifs_with_sign_and_q_value(
     assert table[3] == "| 2 | SP1 (−, q 0.025) |  |"
 
 
-def test_the_matched_table_bolds_gains_over_distance_that_hold_within_distance():
+def test_the_matched_table_reads_each_model_against_chance_and_against_distance():
+    """Bold: the matched AUROC's interval above 0.5; starred: the paired difference from distance's above 0.
+    A model can gain over distance's matched AUROC without being above chance (IMR90's case)."""
     writer = load_writer()
-    columns = ["cell_line", "model", "matched_auroc", "matched_auroc_diff_distance"]
+    columns = ["cell_line", "model", "matched_auroc", "matched_auroc_lo", "matched_auroc_diff_distance"]
     columns += ["matched_auroc_diff_distance_lo", "matched_auroc_diff_distance_hi"]
     rows = [
-        ("c1", "linear", 0.66, 0.15, 0.05, 0.25),
-        ("c1", "linear_distance", 0.55, 0.04, -0.02, 0.10),
-        ("c1", "distance", 0.51, None, None, None),
-        ("c2", "linear", None, None, None, None),
-        ("c2", "distance", 0.50, None, None, None),
+        ("c1", "linear", 0.66, 0.58, 0.15, 0.05, 0.25),
+        ("c1", "linear_distance", 0.55, 0.47, 0.04, -0.02, 0.10),
+        ("c1", "distance", 0.51, 0.44, None, None, None),
+        ("c2", "linear", 0.49, 0.42, 0.11, 0.02, 0.20),
+        ("c2", "kmer", None, None, None, None, None),
+        ("c2", "distance", 0.38, 0.30, None, None, None),
     ]
     table = writer.matched_table(pd.DataFrame(rows, columns=columns)).splitlines()
-    assert table[0] == "| cell line | linear | linear_distance | distance |"
-    assert table[2] == "| c1 | **0.660 (+0.150)** | 0.550 (+0.040) | 0.510 |"
-    assert table[3] == "| c2 |  |  | 0.500 |"
+    assert table[0] == "| cell line | linear | linear_distance | distance | k-mer |"
+    assert table[2] == "| c1 | **0.660** (Δ +0.150*) | 0.550 (Δ +0.040) | 0.510 |  |"
+    assert table[3] == "| c2 | 0.490 (Δ +0.110*) |  | 0.380 |  |"
 
 
 def test_the_goal_table_checks_each_span_model_against_the_oracle_the_ceiling_every_bin_and_its_control(tmp_path):

@@ -292,7 +292,7 @@ def test_the_workflow_writes_tracks_of_every_predictions_tsv(finished):
     samples = pd.read_csv(finished / "config" / "samples.tsv", sep="\t")
     for cell, pairs_path in zip(samples["cell_line"], samples["pairs"]):
         pairs = read_pairs(finished / pairs_path).set_index("pair_id")
-        for name in ("linear", "softmax", "distance", "kmer", "propensity"):
+        for name in ("linear", "softmax", "distance", "kmer", "distance_kmer", "propensity"):
             folder = finished / "results" / cell / name
             predictions = pd.read_csv(folder / "predictions.tsv", sep="\t")
             bedpe = read_bedpe(folder / "predictions.bedpe")

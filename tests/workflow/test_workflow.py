@@ -42,10 +42,10 @@ def test_every_output_exists_for_both_cell_lines_and_models(finished):
             assert_figure(results / "plots" / cell / f"{model}.training.png")
         assert_figure(results / "plots" / cell / "roc_pr.png")
     summary = pd.read_csv(results / "summary.tsv", sep="\t")
-    assert len(summary) == 10 and summary["oracle_auroc"].between(0.5, 1).all()
+    assert len(summary) == 2 * 6 and summary["oracle_auroc"].between(0.5, 1).all()  # two models, four baselines
 
 
-MODELS, BASELINES = ("linear", "softmax"), ("distance", "kmer", "propensity")
+MODELS, BASELINES = ("linear", "softmax"), ("distance", "kmer", "distance_kmer", "propensity")
 
 
 def test_baselines_transfer_and_figures_are_written_for_every_cell_line(finished):
@@ -60,7 +60,7 @@ def test_baselines_transfer_and_figures_are_written_for_every_cell_line(finished
     for figure in ("comparison", "scaling_reference", "transfer/linear", "transfer/softmax"):
         assert_figure(results / "plots" / f"{figure}.png")
     summary = pd.read_csv(results / "summary.tsv", sep="\t")
-    assert sorted(summary["model"].unique()) == sorted(MODELS + BASELINES) and len(summary) == 10
+    assert sorted(summary["model"].unique()) == sorted(MODELS + BASELINES) and len(summary) == 2 * 6
     assert set(summary.loc[summary["kind"] == "baseline", "model"]) == set(BASELINES)
 
 

@@ -20,6 +20,9 @@ stored flank is cropped off, as for validation and test batches), never a re-ext
 - `kmer`: frequencies of canonical k-mers (a k-mer and its reverse complement count as one,
   as enhancers act in either orientation; k-mers touching an N are skipped) in the enhancer
   window and in the promoter window: float32 [N, 2 * n_canonical(k)], standardised.
+- `distance_kmer`: both of the above in one regression (`kmer`'s columns, then the two of
+  `distance`), C chosen as for `kmer`: the baseline that reads what a model with distance
+  reads, so that such a model's gain over it is the gain of reading sequence as a model does.
 - `propensity`: each element's positive rate among training pairs, elements identified by
   their window (chrom, start, end), smoothed towards the training prevalence with
   `pseudo_pairs` pseudo-pairs; an element absent from training gets the prevalence. The
@@ -54,7 +57,8 @@ log = logging.getLogger(__name__)
 
 # With one or two features and thousands of pairs the penalty hardly matters, and a strong
 # one only squeezes the scores together; k-mers need tuning.
-C_GRIDS = {"distance": (1.0,), "kmer": (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0), "propensity": (1.0,)}
+KMER_C_GRID = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
+C_GRIDS = {"distance": (1.0,), "kmer": KMER_C_GRID, "distance_kmer": KMER_C_GRID, "propensity": (1.0,)}
 N_CODE = 4  # base code of N (A, C, G, T are 0-3)
 
 
@@ -186,10 +190,12 @@ def baseline_features(
     """Feature matrices by split, and what describes them, for one baseline."""
     if name == "distance":
         return {split: distance_features(table) for split, table in tables.items()}, {}
-    if name == "kmer":
+    if name in ("kmer", "distance_kmer"):
         if not 1 <= kmer_size <= 8:
             raise ValueError(f"baselines.kmer_size must be 1-8 (got {kmer_size}); 8 already gives 65,568 features.")
         features = {split: kmer_features(shard_set, kmer_size) for split, shard_set in shards.items()}
+        if name == "distance_kmer":
+            features = {split: np.hstack([x, distance_features(tables[split])]) for split, x in features.items()}
         return features, {"kmer_size": kmer_size}
     if name == "propensity":
         features, description = propensity_features(tables, pseudo_pairs)
