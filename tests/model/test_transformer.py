@@ -424,16 +424,44 @@ def test_fused_softmax_pooled_filters_are_the_layers_they_fuse_in_any_chunking(p
     assert torch.autograd.gradcheck(lambda *x: softmax_pooled_filters(*x, patch, "exp"), inputs)
 
 
-def test_a_softmax_pooled_stem_keeps_no_per_base_tensor_for_the_backward_pass():
-    """What the fusion is for: a span's step keeps its tokens, not a response per base and filter."""
+@pytest.mark.parametrize("activation", ["exp", "relu"])
+def test_fused_filters_kept_for_the_backward_pass_give_the_recomputed_gradients_bit_for_bit(activation, monkeypatch):
+    import epiformer.model.transformer as transformer
+
+    monkeypatch.setattr(transformer, "FUSED_POOL_RESPONSES", 32 * 3 * 2)  # several chunks a row
+    generator = torch.Generator().manual_seed(1)
+    windows = torch.randn(2, 5 * 32 // 8, 4 * (19 + 7), generator=generator)
+    weight = torch.randn(8 * 3, 4 * (19 + 7), generator=generator) / 4
+    bias, sharpness = torch.randn(8 * 3, generator=generator), torch.tensor([0.5, 2.0, 3.0])
+    upstream = torch.randn(2, 5, 3, generator=generator)
+    results = []
+    for kept in (1 << 26, 0):
+        monkeypatch.setattr(transformer, "FUSED_POOL_KEPT", kept)
+        inputs = [t.clone().requires_grad_() for t in (windows, weight, bias, sharpness)]
+        out = softmax_pooled_filters(*inputs, 32, activation)
+        results.append([out, *torch.autograd.grad((out * upstream).sum(), inputs)])
+    for kept, recomputed in zip(*results):
+        assert torch.equal(kept, recomputed)
+
+
+def test_a_softmax_pooled_stem_beyond_the_kept_limit_keeps_no_per_base_tensor_for_the_backward_pass(monkeypatch):
+    """What the fusion is for: a span's step keeps its tokens, not a response per base and filter, once its
+    responses are more than FUSED_POOL_KEPT; below it, it keeps them (and their weights) instead."""
+    import epiformer.model.transformer as transformer
+
     config = ModelConfig(d_model=8, n_heads=2, patch_size=128, kernel_size=19, stem="conv_exp", patch_pool="softmax")
     tokenizer = EPITransformer(config).tokenizer
     onehot, valid = one_hot(1, 128 * 40, 3), torch.ones(1, 128 * 40, dtype=torch.bool)
-    saved = []
-    keep = lambda t: saved.append(t.untyped_storage().nbytes() // t.element_size()) or t  # noqa: E731 (views: their storage)
-    with torch.autograd.graph.saved_tensors_hooks(keep, lambda t: t):
-        tokenizer(onehot, valid)[0].sum().backward()
-    assert saved and max(saved) < 128 * 40 * 8  # the padded bases (4 floats a base), not a response a base and filter
+    largest = {}
+    for limit in (128 * 40 * 8 - 1, 128 * 40 * 8):  # one response fewer than the step has, and all of them
+        monkeypatch.setattr(transformer, "FUSED_POOL_KEPT", limit)
+        saved = []
+        keep = lambda t: saved.append(t.untyped_storage().nbytes() // t.element_size()) or t  # noqa: E731 (views)
+        with torch.autograd.graph.saved_tensors_hooks(keep, lambda t: t):
+            tokenizer(onehot, valid)[0].sum().backward()
+        largest[limit] = max(saved)
+    assert largest[128 * 40 * 8 - 1] < 128 * 40 * 8  # the padded bases (4 floats a base), not a response a base and filter
+    assert largest[128 * 40 * 8] == 128 * 40 * 8  # a response a base and filter: kept
 
 
 def test_patch_pool_softmax_needs_a_conv_stem_and_a_max_pooled_model_has_no_sharpness():

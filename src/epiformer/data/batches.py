@@ -194,10 +194,10 @@ class SpanBatches(torch.utils.data.Dataset):
         valid = np.zeros((len(rows), longest), dtype=bool)
         for i, (row, shift, flip) in enumerate(zip(rows, shifts, flips)):
             bases, segments = self._one_span(int(row), int(shift))
+            known = known_bases(bases)
             if flip:
-                bases, segments = bases[::-1, ::-1], segments[::-1]  # complement = channel flip (A, C, G, T)
-            span[i, : len(bases)], segment[i, : len(bases)] = bases, segments
-            valid[i, : len(bases)] = bases.any(axis=1)
+                bases, segments, known = bases[::-1, ::-1], segments[::-1], known[::-1]  # complement: channel flip
+            span[i, : len(bases)], segment[i, : len(bases)], valid[i, : len(bases)] = bases, segments, known
         return {
             "span": torch.from_numpy(span).float(),
             "segment": torch.from_numpy(segment),
@@ -216,6 +216,15 @@ class SpanBatches(torch.utils.data.Dataset):
         position = np.arange(length) + shift  # in span coordinates: a shifted base keeps its segment by place
         segments = segment_ids(position, first_end, second_start, self.spans.enhancer_first[row]).astype(np.int64)
         return bases, segments
+
+
+def known_bases(onehot: np.ndarray) -> np.ndarray:
+    """bool [L]: which rows of a uint8 [L, 4] one-hot are a base, not N.
+
+    Each row's four bytes read as one uint32: numpy's any over an axis of 4 took a tenth of a
+    span model's step (8 ms for 0.5 M bases).
+    """
+    return np.ascontiguousarray(onehot).view(np.uint32)[:, 0] != 0
 
 
 def model_batches(

@@ -282,7 +282,15 @@ def patch_weights(responses: torch.Tensor, sharpness: torch.Tensor, dim: int) ->
     return torch.softmax(responses * sharpness, dim=dim)
 
 
-FUSED_POOL_RESPONSES = 1 << 16  # responses (bases x filters) one chunk of softmax_pooled_filters holds: 256 kB
+# Responses (bases x filters) one chunk of softmax_pooled_filters holds: 256 kB, 16 tokens at 128 bp and 32 filters.
+# Chunks 4x larger made the stem's step 7% faster on the reference machine, but the filters' gradient sums its
+# chunks in another grouping, which would change trained models in their last bits: kept as published.
+FUSED_POOL_RESPONSES = 1 << 16
+# Responses (bases x filters) of a training step up to which softmax_pooled_filters keeps them and their softmax
+# weights for the backward pass (2 x 256 MB), rather than computing them again there: a 1.9 Mb span at 32
+# filters is 61 M. Kept, they are written once and read once: a span model's step takes 0.8x as long
+# (benchmarks/coarse_tokens.py), with the same numbers bit for bit.
+FUSED_POOL_KEPT = 1 << 26
 
 
 def softmax_pooled_filters(windows, weight, bias, sharpness, patch: int, activation: str) -> torch.Tensor:
@@ -292,8 +300,10 @@ def softmax_pooled_filters(windows, weight, bias, sharpness, patch: int, activat
 
     Separately, the responses, the softmax's passes and their gradients each cross main memory at every base
     (16 M floats a step of 4,096 tokens at 128 bp with 32 filters): the CPU waited on memory for 70% of a
-    span model's step. In chunks that stay in cache, the backward pass recomputes each chunk's responses (one
-    small matrix product) instead of keeping them. Same values and gradients as the separate layers (tested).
+    span model's step. In chunks that stay in cache, each chunk's passes run while it is there. A training
+    step keeps each chunk's responses and softmax weights for the backward pass (up to FUSED_POOL_KEPT
+    responses; beyond, the backward pass computes them again, one small matrix product a chunk). Same values
+    and gradients as the separate layers, and bit for bit kept or recomputed (tested).
     """
     with torch.autocast(device_type=windows.device.type, enabled=False):  # in the inputs' dtype, as the pool's sums
         return _SoftmaxPooledFilters.apply(windows, weight, bias, sharpness, patch, activation)
@@ -308,11 +318,17 @@ class _SoftmaxPooledFilters(torch.autograd.Function):
         batch, blocks, _ = windows.shape
         filters = sharpness.shape[0]
         pooled = windows.new_empty(batch, blocks * weight.shape[0] // (patch * filters), filters)  # (B, T, D)
+        keep = any(ctx.needs_input_grad[:4]) and batch * blocks * weight.shape[0] <= FUSED_POOL_KEPT
+        kept = []  # responses and weights of each chunk, in order, when kept
         for row, tokens, _, responses in _chunk_responses(windows, weight, bias, patch, filters):
             weights = patch_weights(responses, sharpness, dim=1)  # (t, p, D)
-            torch.sum(weights.mul_(responses), dim=1, out=pooled[row, tokens])
+            if keep:
+                torch.sum(weights * responses, dim=1, out=pooled[row, tokens])
+                kept += [responses, weights]
+            else:
+                torch.sum(weights.mul_(responses), dim=1, out=pooled[row, tokens])
         out = torch.exp(pooled) if activation == "exp" else F.relu(pooled)
-        ctx.save_for_backward(windows, weight, bias, sharpness, pooled, out)
+        ctx.save_for_backward(windows, weight, bias, sharpness, pooled, out, *kept)
         ctx.patch, ctx.activation = patch, activation
         return out
 
@@ -320,7 +336,7 @@ class _SoftmaxPooledFilters(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, grad):
         with torch.autocast(device_type=grad.device.type, enabled=False):
-            windows, weight, bias, sharpness, pooled, out = ctx.saved_tensors
+            windows, weight, bias, sharpness, pooled, out, *kept = ctx.saved_tensors
             grad = grad * (out if ctx.activation == "exp" else (pooled > 0).to(grad.dtype))  # d loss / d pooled
             needs_windows, needs_weight, needs_bias, needs_sharpness = ctx.needs_input_grad[:4]
             grad_windows = torch.zeros_like(windows, memory_format=torch.contiguous_format) if needs_windows else None
@@ -328,9 +344,8 @@ class _SoftmaxPooledFilters(torch.autograd.Function):
             grad_bias = torch.zeros_like(bias) if needs_bias else None
             grad_sharpness = torch.zeros_like(sharpness) if needs_sharpness else None
             filters = sharpness.shape[0]
-            chunks = _chunk_responses(windows, weight, bias, ctx.patch, filters)
-            for row, tokens, blocks, responses in chunks:
-                weights = patch_weights(responses, sharpness, dim=1)  # (t, p, D)
+            chunks = _chunk_passes(windows, weight, bias, sharpness, ctx.patch, kept)
+            for row, tokens, blocks, responses, weights in chunks:
                 chunk_grad, chunk_pooled = grad[row, tokens, None], pooled[row, tokens, None]  # (t, 1, D)
                 spread = (responses - chunk_pooled).mul_(weights)  # w (r - pooled)
                 if needs_sharpness:
@@ -346,9 +361,21 @@ class _SoftmaxPooledFilters(torch.autograd.Function):
             return grad_windows, grad_weight, grad_bias, grad_sharpness, None, None
 
 
-def _chunk_responses(windows, weight, bias, patch: int, filters: int):
-    """(batch row, its tokens, their blocks (slices), responses [t, patch, D]) for a few tokens at a time,
-    FUSED_POOL_RESPONSES responses a chunk."""
+def _chunk_passes(windows, weight, bias, sharpness, patch: int, kept: list):
+    """The backward pass's chunks: (batch row, tokens, blocks, responses, softmax weights), `kept` by the forward
+    pass (each chunk's responses then weights) or, without them, computed again as it computed them."""
+    if kept:
+        chunks = _chunks(windows, weight, patch, sharpness.shape[0])
+        for (row, tokens, blocks), responses, weights in zip(chunks, kept[::2], kept[1::2], strict=True):
+            yield row, tokens, blocks, responses, weights
+        return
+    for row, tokens, blocks, responses in _chunk_responses(windows, weight, bias, patch, sharpness.shape[0]):
+        yield row, tokens, blocks, responses, patch_weights(responses, sharpness, dim=1)
+
+
+def _chunks(windows, weight, patch: int, filters: int):
+    """(batch row, its tokens, their blocks) as slices, a few tokens at a time: FUSED_POOL_RESPONSES responses a
+    chunk."""
     batch, blocks, _ = windows.shape
     blocks_per_token = patch * filters // weight.shape[0]
     tokens = blocks // blocks_per_token
@@ -356,9 +383,14 @@ def _chunk_responses(windows, weight, bias, patch: int, filters: int):
     for row in range(batch):
         for start in range(0, tokens, step):
             stop = min(start + step, tokens)
-            blocks = slice(start * blocks_per_token, stop * blocks_per_token)
-            responses = F.linear(windows[row, blocks], weight, bias)  # (t p / b, b D)
-            yield row, slice(start, stop), blocks, responses.view(stop - start, patch, filters)
+            yield row, slice(start, stop), slice(start * blocks_per_token, stop * blocks_per_token)
+
+
+def _chunk_responses(windows, weight, bias, patch: int, filters: int):
+    """(batch row, its tokens, their blocks, responses [t, patch, D]) of each chunk (`_chunks`)."""
+    for row, tokens, blocks in _chunks(windows, weight, patch, filters):
+        responses = F.linear(windows[row, blocks], weight, bias)  # (t p / b, b D)
+        yield row, tokens, blocks, responses.view(tokens.stop - tokens.start, patch, filters)
 
 
 def patch_max(responses: torch.Tensor, activation: str = "relu", dim: int = 2) -> torch.Tensor:
