@@ -452,16 +452,21 @@ def test_a_softmax_pooled_stem_beyond_the_kept_limit_keeps_no_per_base_tensor_fo
     config = ModelConfig(d_model=8, n_heads=2, patch_size=128, kernel_size=19, stem="conv_exp", patch_pool="softmax")
     tokenizer = EPITransformer(config).tokenizer
     onehot, valid = one_hot(1, 128 * 40, 3), torch.ones(1, 128 * 40, dtype=torch.bool)
+    responses = 128 * 40 * 8  # a response a base and filter
     largest = {}
-    for limit in (128 * 40 * 8 - 1, 128 * 40 * 8):  # one response fewer than the step has, and all of them
+    for limit in (responses - 1, responses):  # one response fewer than the step has, and all of them
         monkeypatch.setattr(transformer, "FUSED_POOL_KEPT", limit)
         saved = []
-        keep = lambda t: saved.append(t.untyped_storage().nbytes() // t.element_size()) or t  # noqa: E731 (views)
+
+        def keep(tensor, saved=saved):
+            saved.append(tensor.untyped_storage().nbytes() // tensor.element_size())  # views: their storage
+            return tensor
+
         with torch.autograd.graph.saved_tensors_hooks(keep, lambda t: t):
             tokenizer(onehot, valid)[0].sum().backward()
         largest[limit] = max(saved)
-    assert largest[128 * 40 * 8 - 1] < 128 * 40 * 8  # the padded bases (4 floats a base), not a response a base and filter
-    assert largest[128 * 40 * 8] == 128 * 40 * 8  # a response a base and filter: kept
+    assert largest[responses - 1] < responses  # the padded bases (4 floats a base), not a response a base and filter
+    assert largest[responses] == responses  # kept
 
 
 def test_patch_pool_softmax_needs_a_conv_stem_and_a_max_pooled_model_has_no_sharpness():

@@ -343,7 +343,6 @@ class _SoftmaxPooledFilters(torch.autograd.Function):
             grad_weight = torch.zeros_like(weight) if needs_weight else None
             grad_bias = torch.zeros_like(bias) if needs_bias else None
             grad_sharpness = torch.zeros_like(sharpness) if needs_sharpness else None
-            filters = sharpness.shape[0]
             chunks = _chunk_passes(windows, weight, bias, sharpness, ctx.patch, kept)
             for row, tokens, blocks, responses, weights in chunks:
                 chunk_grad, chunk_pooled = grad[row, tokens, None], pooled[row, tokens, None]  # (t, 1, D)
