@@ -11,10 +11,10 @@ import yaml
 from sklearn.metrics import average_precision_score
 
 from epiformer.data.chromosomes import read_chrom_sizes
-from epiformer.data.pairs import read_pairs
+from epiformer.data.pairs import PairsError, read_pairs
 from epiformer.data.splits import SplitSpec, assign_splits
 from epiformer.data.windows import WINDOW_COLUMNS, WindowSpec, make_windows
-from epiformer.evaluation.metrics import bootstrap_interval
+from epiformer.evaluation.metrics import benchmark_auprc, bootstrap_interval, precision_at_recall
 from tests.helpers import REPO
 
 DATA = REPO / "data" / "crispri-k562"
@@ -32,7 +32,8 @@ def spans_of(windows: pd.DataFrame) -> pd.Series:
 
 @pytest.fixture(scope="module")
 def k562():
-    """The K562 table read, and its windows as the overlay places them (every pair kept; module docstring)."""
+    """The K562 table read with its own TSSs (`startTSS`; the overlay takes the annotation's: below), and its
+    windows as the overlay places them."""
     pairs = read_pairs(K562)
     windows, stats = make_windows(pairs, SIZES, WindowSpec(**OVERLAY["windows"]))
     return pairs, windows, stats
@@ -96,13 +97,62 @@ def test_distance_alone_reproduces_the_published_auprc_and_predicts_the_distance
     assert np.round(interval, 3).tolist() == [0.388, 0.627]  # as evaluate resamples, with its defaults
 
 
+ANNOTATION = DATA / "CollapsedGeneBounds.hg38.TSS500bp.bed.gz"
+
+
+def test_tss_from_the_benchmarks_annotation_reproduce_its_distance_to_tss_and_published_auprc():
+    """With the overlay's annotation each TSS is its gene's (500-bp window's centre), as CRISPR_comparison places
+    it: every pair kept (the 81 without a table TSS get one), the table's distanceToTSS within 1 bp, and distance
+    alone scores the published AUPRC, 0.4359, by the benchmark's trapezoid rule (average precision: 0.4377)."""
+    assert OVERLAY["windows"]["tss_annotation"] == str(ANNOTATION.relative_to(REPO))
+    pairs = read_pairs(K562, tss_annotation=ANNOTATION)
+    windows, stats = make_windows(pairs, SIZES, WindowSpec(**OVERLAY["windows"]))
+    assert len(windows) == stats.pairs_in == 10_356 and not any(stats.dropped.values())
+    pairs = pairs.set_index("pair_id").loc[windows["pair_id"]].reset_index()
+    assert (windows["distance"] - pairs["distanceToTSS"].astype(int)).abs().max() <= 1
+    has_table_tss = pairs["table_tss"].astype(int) > 0
+    moved = (pairs["table_tss"].astype(int) - pairs["promoter_start"].astype(int)).abs() > 1000
+    assert (int(has_table_tss.sum()), int((moved & has_table_tss).sum())) == (10_275, 1_383)
+    labels, closer = windows["label"].to_numpy(), -windows["distance"].to_numpy()
+    assert abs(benchmark_auprc(labels, closer) - 0.4359) < 5e-4
+    assert round(average_precision_score(labels, closer), 4) == 0.4377
+    assert 0.2 < precision_at_recall(labels, closer, 0.7) < 0.4
+
+
+def test_the_benchmark_auprc_rule_and_precision_at_recall_on_a_small_case():
+    """Points at each distinct score, highest first (recall, precision): (1/3, 1), (2/3, 1), (2/3, 2/3), (1, 3/4),
+    (1, 3/5); less the two lowest-score points, the trapezoid over the first three is 1/3 x (1 + 1) / 2 + 0. The
+    highest threshold recalling 70% of the positives is the fourth score: precision 3/4."""
+    labels, scores = [1, 1, 0, 1, 0], [0.9, 0.8, 0.7, 0.6, 0.5]
+    assert benchmark_auprc(labels, scores) == pytest.approx(1 / 3)
+    assert precision_at_recall(labels, scores, 0.7) == pytest.approx(3 / 4)
+
+
+def test_a_gene_missing_from_the_annotation_is_set_aside_and_a_missing_annotation_is_an_error(tmp_path):
+    table = pd.read_csv(K562, sep="\t", dtype=str, keep_default_na=False).head(6)
+    table.loc[2, "measuredGeneSymbol"] = "NOT_A_GENE"
+    table.to_csv(tmp_path / "pairs.tsv", sep="\t", index=False)
+    pairs = read_pairs(tmp_path / "pairs.tsv", tss_annotation=ANNOTATION)
+    assert pairs["pair_id"].tolist() == [0, 1, 3, 4, 5] and pairs.attrs["dropped_on_read"][
+        "gene_not_in_annotation"
+    ] == [2]
+    with pytest.raises(PairsError, match="TSS annotation not found: .*nowhere.bed"):
+        read_pairs(tmp_path / "pairs.tsv", tss_annotation=tmp_path / "nowhere.bed")
+    (tmp_path / "bad.bed").write_text("chr1\t100\t50\tGENE\n")
+    with pytest.raises(PairsError, match="bad.bed, line 1: start and end"):
+        read_pairs(tmp_path / "pairs.tsv", tss_annotation=tmp_path / "bad.bed")
+
+
 def test_the_overlay_split_holds_out_a_fair_share_of_the_positives(k562):
-    _, windows, _ = k562
-    split = assign_splits(windows, SplitSpec.from_config(OVERLAY["split"]))
-    counts = split.groupby("split")["label"].agg(["size", "sum"])
-    assert counts.loc["test"].tolist() == [1715, 82] and counts.loc["val"].tolist() == [732, 64]  # 17.4%, 13.6%
-    assert counts.loc["train"].tolist() == [7828, 325]  # config/crispri.yaml and docs/results/crispri.md
-    assert spans_of(split).max() == 2_377_666 <= OVERLAY["windows"]["max_span"]  # the span model reads every pair
+    _, table_tss, _ = k562
+    pairs = read_pairs(K562, tss_annotation=ANNOTATION)  # the overlay's TSSs
+    annotated, _ = make_windows(pairs, SIZES, WindowSpec(**OVERLAY["windows"]))
+    for windows, train in ((annotated, 7909), (table_tss, 7828)):  # the 81 without a table TSS are chr19's: train
+        split = assign_splits(windows, SplitSpec.from_config(OVERLAY["split"]))
+        counts = split.groupby("split")["label"].agg(["size", "sum"])
+        assert counts.loc["test"].tolist() == [1715, 82] and counts.loc["val"].tolist() == [732, 64]  # 17.4%, 13.6%
+        assert counts.loc["train"].tolist() == [train, 325]  # config/crispri.yaml and docs/results/crispri.md
+        assert spans_of(split).max() <= 2_377_666 <= OVERLAY["windows"]["max_span"]  # the span model reads them all
 
 
 def test_the_held_out_table_reads_and_its_tss_windows_centre_on_the_tss_interval():

@@ -123,7 +123,7 @@ def test_the_overlay_plans_windows_encoding_every_model_and_the_baselines_for_k5
     counts = job_counts(run.stdout + run.stderr)
     assert counts["windows"] == counts["encode"] == 1 and "index_genome" not in counts  # the genome is indexed
     # Every model, and the span model's length control (length_control: true, the default)
-    assert counts["train"] == counts["evaluate"] == len(models) + 1 and counts["baseline"] == len(baselines) == 2
+    assert counts["train"] == counts["evaluate"] == len(models) + 1 and counts["baseline"] == len(baselines) == 3
     assert "results/K562/linear_span_length_control/metrics.json" in run.stdout + run.stderr
     assert counts["encode_spans"] == counts["genome_store"] == 1  # linear_span reads the whole span
     planned = run.stdout + run.stderr
@@ -138,6 +138,9 @@ def test_a_short_run_on_a_synthetic_grch38_windows_splits_trains_and_scores_the_
         "models": {"linear": {**TINY_MODEL, "distance": False}, "linear_distance": {**TINY_MODEL, "distance": True}},
         "train": {"epochs": 1, "batch_size": 16, "threads": 1, "device": "cpu"},
         "evaluate": {"bootstrap": 20},
+        # The table's startTSS, which the synthetic genome is written around (the overlay's annotation TSSs:
+        # tests/data/test_crispr_benchmark.py).
+        "windows": {"tss_annotation": ""},
     }
     (user_folder / "short.yaml").write_text(yaml.safe_dump(short))
     targets = [f"results/K562/{name}/metrics.json" for name in ("linear", "distance")]

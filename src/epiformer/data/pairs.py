@@ -17,6 +17,12 @@ pair among the file's data rows and follows the pair through every output.
   reason, and counted by the windows stage as dropped (`frame.attrs["dropped_on_read"]`:
   reason -> pair ids): `tss_missing` (startTSS == endTSS; the benchmark writes 0, 0 for a
   gene whose TSS it lacks) and `element_empty` (chromStart == chromEnd).
+  With a TSS annotation (`tss_annotation`: a BED of fixed-width windows around each gene's
+  TSS, named by gene symbol, as the benchmark's own CollapsedGeneBounds.hg38.TSS500bp.bed),
+  each pair's TSS is instead the centre of its gene's (`measuredGeneSymbol`) annotation window,
+  as the benchmark's pipeline (EngreitzLab/CRISPR_comparison) places genes; the table's TSS
+  stays as the extra column `table_tss`. A gene the annotation lacks is set aside as
+  `gene_not_in_annotation`.
 
 The format is detected from the content; `.gz` files are read transparently.
 
@@ -43,6 +49,7 @@ CRISPR_BENCHMARK_COLUMNS = ["chrom", "chromStart", "chromEnd", "chrTSS", "startT
 CRISPR_BENCHMARK_TO_PAIR = dict(zip(CRISPR_BENCHMARK_COLUMNS, ELEMENT_COLUMNS))
 CRISPR_BENCHMARK_LABEL = "Regulated"
 EMPTY_INTERVAL_REASONS = {"promoter": "tss_missing", "enhancer": "element_empty"}
+CRISPR_BENCHMARK_GENE = "measuredGeneSymbol"  # the column a TSS annotation is matched on
 
 
 class PairsError(ValueError):
@@ -82,12 +89,13 @@ def detect_format(path: Path) -> str:
     )
 
 
-def read_pairs(path: str | Path, require_label: bool = True) -> pd.DataFrame:
+def read_pairs(path: str | Path, require_label: bool = True, tss_annotation: str | Path | None = None) -> pd.DataFrame:
     """Read and check a pairs file; returns PAIR_COLUMNS first, extra columns after.
 
     `header_lines` (the number of lines before the first data row) is stored in
     `frame.attrs` so that later checks can name 1-based file lines; for the CRISPR benchmark,
-    so is `dropped_on_read` (reason -> pair ids of the rows set aside; module docstring).
+    so is `dropped_on_read` (reason -> pair ids of the rows set aside; module docstring), and
+    with `tss_annotation` its TSSs are the annotation's (module docstring; other formats ignore it).
     """
     path = Path(path)
     if not path.exists():
@@ -105,7 +113,10 @@ def read_pairs(path: str | Path, require_label: bool = True) -> pd.DataFrame:
             raise PairsError(f"{path}: no `label` column. Add a 0/1 label for each pair (1 = interacts).")
         frame["label"] = -1
     frame.insert(0, "pair_id", range(len(frame)))
-    frame = _set_aside_empty_intervals(frame) if fmt == "crispr_benchmark" else frame
+    if fmt == "crispr_benchmark":
+        annotated = tss_annotation not in (None, "")
+        frame = _tss_from_annotation(frame, tss_annotation) if annotated else frame
+        frame = _set_aside_empty_intervals(frame)
     _check_values(frame, require_label)
     extras = [c for c in frame.columns if c not in PAIR_COLUMNS]
     return frame[PAIR_COLUMNS + extras]
@@ -171,6 +182,56 @@ def _label_from_regulated(frame: pd.DataFrame, require_label: bool) -> pd.DataFr
     return frame.drop(columns=CRISPR_BENCHMARK_LABEL).assign(label=labels)
 
 
+def read_tss_annotation(path: str | Path) -> pd.DataFrame:
+    """chrom, tss (0-based), indexed by gene symbol: the centre of each named BED interval (module docstring)."""
+    path = Path(path)
+    if not path.is_file():
+        raise PairsError(
+            f"TSS annotation not found: {path}. Give a BED of windows around each gene's TSS named by gene symbol "
+            "(windows.tss_annotation; data/crispri-k562/ ships the benchmark's), or leave it empty for the table's TSS."
+        )
+    with _open_text(path) as handle:
+        first = handle.readline()
+    bed = pd.read_csv(
+        path, sep="\t", header=None, skiprows=1 if first.startswith("#") else 0, dtype=str, usecols=range(4)
+    )
+    bed.columns = ["chrom", "start", "end", "name"]
+    starts, ends = (pd.to_numeric(bed[column], errors="coerce") for column in ("start", "end"))
+    bad = starts.isna() | ends.isna() | (ends <= starts)
+    if bad.any():
+        line = int(np.argmax(bad.to_numpy())) + 1 + (1 if first.startswith("#") else 0)
+        raise PairsError(f"{path}, line {line}: start and end must be integers with start < end (BED). Fix the row.")
+    tss = pd.DataFrame({"chrom": bed["chrom"], "tss": ((starts + ends) // 2).astype(np.int64), "gene": bed["name"]})
+    return tss.drop_duplicates("gene").set_index("gene")
+
+
+def _tss_from_annotation(frame: pd.DataFrame, annotation_path: str | Path) -> pd.DataFrame:
+    """`frame` with each TSS the annotation's for its gene, the table's kept as `table_tss`; the rows whose gene
+    the annotation lacks set aside as `gene_not_in_annotation`."""
+    path = frame.attrs["path"]
+    if CRISPR_BENCHMARK_GENE not in frame.columns:
+        raise PairsError(
+            f"{path}, line 1: no `{CRISPR_BENCHMARK_GENE}` column to find each pair's gene in the TSS annotation "
+            f"{annotation_path}. Add it, or leave windows.tss_annotation empty to use the table's TSS."
+        )
+    annotation = read_tss_annotation(annotation_path)
+    genes = frame[CRISPR_BENCHMARK_GENE].str.strip()
+    known = genes.isin(annotation.index).to_numpy()
+    if not known.any():
+        raise PairsError(
+            f"{path}: no gene of the table is in the TSS annotation {annotation_path} (by {CRISPR_BENCHMARK_GENE}); "
+            "check that both use gene symbols of the same assembly."
+        )
+    frame = frame.assign(table_tss=frame["promoter_start"])
+    found = annotation.loc[genes[known]]
+    frame.loc[known, "promoter_chrom"] = found["chrom"].to_numpy()
+    frame.loc[known, "promoter_start"] = found["tss"].astype(str).to_numpy()
+    frame.loc[known, "promoter_end"] = (found["tss"] + 1).astype(str).to_numpy()
+    kept = frame[known].reset_index(drop=True)
+    kept.attrs.update(frame.attrs, unannotated=frame["pair_id"].to_numpy()[~known].tolist())
+    return kept
+
+
 def _set_aside_empty_intervals(frame: pd.DataFrame) -> pd.DataFrame:
     """`frame` less the rows whose TSS or element interval is empty; their pair ids, by reason, in its attrs."""
     keep = np.ones(len(frame), dtype=bool)
@@ -186,7 +247,9 @@ def _set_aside_empty_intervals(frame: pd.DataFrame) -> pd.DataFrame:
             "to centre a window on. Give each pair's element and TSS coordinates."
         )
     kept = frame[keep].reset_index(drop=True)
-    kept.attrs.update(frame.attrs, dropped_on_read=dropped)
+    if "unannotated" in frame.attrs:
+        dropped["gene_not_in_annotation"] = frame.attrs["unannotated"]
+    kept.attrs.update({k: v for k, v in frame.attrs.items() if k != "unannotated"}, dropped_on_read=dropped)
     return kept
 
 

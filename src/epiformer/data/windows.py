@@ -61,6 +61,9 @@ class WindowSpec:
     # None: no model reads spans, no pair is dropped for its span. Set: pairs without a span (across
     # chromosomes) or with one longer than this (first window start to second window end, bp) are dropped.
     max_span: int | None = None
+    # The CRISPR benchmark's TSSs from this annotation (a BED of windows around each gene's TSS named by gene
+    # symbol; data.pairs) instead of its table's; empty: the table's. Other pair formats ignore it.
+    tss_annotation: str = ""
 
     def __post_init__(self):
         shortest = self.enhancer_width + self.promoter_width
@@ -254,7 +257,7 @@ def build_windows(
     Outputs are written only once everything has succeeded, each atomically, so a bad
     input leaves no output behind. Returns what windows_stats.json holds.
     """
-    pairs = read_pairs(pairs_path)
+    pairs = read_pairs(pairs_path, tss_annotation=window_spec.tss_annotation)
     log.info("Read %d pairs (%s) from %s", len(pairs), pairs.attrs["format"], pairs_path)
     with Genome(genome_path) as genome:
         windows, stats = make_windows(pairs, genome.sizes, window_spec, genome)

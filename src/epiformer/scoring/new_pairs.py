@@ -109,14 +109,15 @@ def load_scoring_model(
     return model, spec
 
 
-def read_pairs_to_score(pairs_path: str | Path) -> pd.DataFrame:
-    """The pairs of a TargetFinder CSV, BEDPE or CRISPR benchmark file, labels optional; PairsError if malformed."""
+def read_pairs_to_score(pairs_path: str | Path, tss_annotation: str = "") -> pd.DataFrame:
+    """The pairs of a TargetFinder CSV, BEDPE or CRISPR benchmark file, labels optional; PairsError if malformed.
+    A CRISPR benchmark's TSSs come from `tss_annotation` when the model was trained so (`WindowSpec`)."""
     if not Path(pairs_path).is_file():
         raise PairsError(
             f"Pairs file not found: {pairs_path}. Give a TargetFinder CSV, BEDPE or CRISPR benchmark file of the "
             "pairs to score (--pairs)."
         )
-    pairs = read_pairs(pairs_path, require_label=False)
+    pairs = read_pairs(pairs_path, require_label=False, tss_annotation=tss_annotation)
     log.info("Read %d pairs (%s) from %s", len(pairs), pairs.attrs["format"], pairs_path)
     return pairs
 

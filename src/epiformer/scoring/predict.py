@@ -69,7 +69,7 @@ def predict_pairs(
     """
     unscored_path = Path(unscored_path) if unscored_path else unscored_path_for(out_path)
     model, spec = load_scoring_model(model_dir, device, edge, max_n_fraction, allow_trans)
-    pairs = read_pairs_to_score(pairs_path)
+    pairs = read_pairs_to_score(pairs_path, spec.tss_annotation)
     with Genome(genome_path) as genome:
         windows, unscored = place_pair_windows(pairs, genome, spec)
         scores = score_pairs(model, genome, windows, batch_size, device)

@@ -378,7 +378,7 @@ def score_variants(
     unscored_path = Path(unscored_path) if unscored_path else unscored_path_for(out_path)
     device = torch.device(device)
     model, spec = load_scoring_model(model_dir, device, edge, max_n_fraction, allow_trans)
-    pairs = read_pairs_to_score(pairs_path)
+    pairs = read_pairs_to_score(pairs_path, spec.tss_annotation)
     with Genome(genome_path) as genome, atomic_outputs(out_path, unscored_path) as (out_tmp, unscored_tmp):
         windows, left_out = place_pair_windows(pairs, genome, spec)
         if len(left_out):
