@@ -5,7 +5,8 @@
 variants in those pairs' windows (`epiformer.scoring.variants`, docs/variants.md); `epiformer tracks`
 turns scores into genome browser tracks (`epiformer.scoring.tracks`, docs/tracks.md);
 `epiformer summary` writes the summary of a run of some of the config's models
-(`epiformer.evaluation.summary`). Each
+(`epiformer.evaluation.summary`); `epiformer crispr-export` writes a model's CRISPRi benchmark
+predictions as its authors' pipeline reads them (`epiformer.scoring.crispr_comparison`). Each
 subcommand is one `add_*` function that declares its arguments and sets `run`, the
 function that carries it out (given the parsed arguments and the subcommand's parser, for
 usage errors); heavy imports (torch) wait until a command runs, so `epiformer --help`
@@ -367,6 +368,34 @@ def run_summary(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     return 0
 
 
+def add_crispr_export(commands) -> None:
+    parser = commands.add_parser(
+        "crispr-export",
+        help="write a model's CRISPRi benchmark predictions in EngreitzLab/CRISPR_comparison's format",
+        description="Write a model's (or baseline's) test predictions of a run on ENCODE-rE2G's CRISPR benchmark\n"
+        "in the format of its authors' pipeline (EngreitzLab/CRISPR_comparison): crispr_comparison.tsv.gz\n"
+        "and crispr_comparison.pred_config.txt beside predictions.tsv. Run from the run's folder (the pairs\n"
+        "file is read at the path windows_stats.json records). See docs/results/crispri.md.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "model_dirs", nargs="+", metavar="MODEL_DIR", help="results/{cell}/{model}/ folders of a finished run"
+    )
+    parser.set_defaults(run=run_crispr_export, command_parser=parser)
+
+
+def run_crispr_export(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from epiformer.scoring.crispr_comparison import ExportError, export_crispr_comparison
+
+    try:
+        for model_dir in args.model_dirs:
+            export_crispr_comparison(model_dir)
+    except ExportError as error:
+        log.error("%s", error)
+        return 1
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="epiformer",
@@ -380,6 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_variants(commands)
     add_tracks(commands)
     add_summary(commands)
+    add_crispr_export(commands)
     return parser
 
 
