@@ -618,21 +618,21 @@ def within_distance_markdown(table: pd.DataFrame) -> list[str]:
 
 
 def _chance_verdict(low: float, high: float) -> str:
-    if low > 0.5:
-        return "yes"
-    if high < 0.5:
-        return "no: below"
-    return "not shown"
+    return interval_verdict(low, high, 0.5, "yes", "no: below", "not shown")
+
+
+def interval_verdict(low: float, high: float, reference: float, above: str, below: str, neither: str) -> str:
+    """`above` when a 95% interval [low, high] lies above `reference`, `below` when below it, else `neither`."""
+    if low > reference:
+        return above
+    if high < reference:
+        return below
+    return neither
 
 
 def _within_verdict(low: float, high: float) -> str:
-    if pd.isna(low):
-        return ""
-    if low > 0:
-        return "yes: beyond distance"
-    if high < 0:
-        return "no: below distance"
-    return "not shown: as distance"
+    verdicts = ("yes: beyond distance", "no: below distance", "not shown: as distance")
+    return "" if pd.isna(low) else interval_verdict(low, high, 0.0, *verdicts)
 
 
 def dropped_markdown(table: pd.DataFrame) -> list[str]:
@@ -708,11 +708,7 @@ def length_control_markdown(paired: pd.DataFrame) -> list[str]:
 
 
 def _verdict(low: float, high: float) -> str:
-    if low > 0:
-        return "yes: model better"
-    if high < 0:
-        return "yes: baseline better"
-    return "no"
+    return interval_verdict(low, high, 0.0, "yes: model better", "yes: baseline better", "no")
 
 
 def _number(value, spec: str = ".3f") -> str:
