@@ -30,6 +30,7 @@ TRAINED_WINDOWS = {
     "allow_trans": False,
     "max_n_fraction": 0.5,
     "max_span": None,  # no model of that run reads spans: the windows stage dropped no pair for its span
+    "tss_annotation": "",  # the pairs' own TSSs
 }
 DROP_REASONS = {
     f"{element}_window_{why}" for element in ("enhancer", "promoter") for why in ("off_chromosome", "mostly_n")
