@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from epiformer.data.batches import PairBatches, SpanBatches, batch_loader, known_bases, token_budget_batches
+from epiformer.data.batches import PairBatches, SpanBatches, batch_loader, token_budget_batches
 from epiformer.data.encode import encode_shards
 from epiformer.data.genome import Genome
 from epiformer.data.shards import load_split
@@ -193,12 +193,3 @@ def test_span_batches_do_not_depend_on_loader_workers(small_fasta, tmp_path):
     batches = SpanBatches(data, 600, shuffle=True, seed=4, epoch=3, max_shift=3, reverse_complement_prob=0.5)
     for a, b in zip(batch_loader(batches), batch_loader(batches, workers=2), strict=True):
         assert all(torch.equal(a[k], b[k]) for k in a)
-
-
-def test_known_bases_are_the_rows_with_a_base_whatever_the_array_layout():
-    rng = np.random.default_rng(0)
-    onehot = np.eye(4, dtype=np.uint8)[rng.integers(0, 4, 1000)]
-    onehot[rng.random(1000) < 0.2] = 0  # N
-    onehot[::7] = 1  # soft-decoded rows: any nonzero channel counts
-    for layout in (onehot, onehot[::-1, ::-1], onehot[::3], np.asfortranarray(onehot)):
-        np.testing.assert_array_equal(known_bases(layout), layout.any(axis=1))

@@ -2,7 +2,16 @@
 
 import numpy as np
 
-from epiformer.sequence.onehot import crop, one_hot, pack_codes, pack_one_hot, reverse_complement, unpack, write_bases
+from epiformer.sequence.onehot import (
+    crop,
+    known_bases,
+    one_hot,
+    pack_codes,
+    pack_one_hot,
+    reverse_complement,
+    unpack,
+    write_bases,
+)
 
 
 def test_crop_takes_each_row_at_its_own_shift():
@@ -54,3 +63,12 @@ def test_written_bases_equal_packing_the_changed_sequences():
     changed[rows, positions] = bases
     write_bases(packed, rows, positions, bases)
     np.testing.assert_array_equal(packed, pack_one_hot(one_hot(changed)))
+
+
+def test_known_bases_are_the_rows_with_a_base_whatever_the_array_layout():
+    rng = np.random.default_rng(0)
+    onehot = np.eye(4, dtype=np.uint8)[rng.integers(0, 4, 1000)]
+    onehot[rng.random(1000) < 0.2] = 0  # N
+    onehot[::7] = 1  # soft-decoded rows: any nonzero channel counts
+    for layout in (onehot, onehot[::-1, ::-1], onehot[::3], np.asfortranarray(onehot)):
+        np.testing.assert_array_equal(known_bases(layout), layout.any(axis=1))

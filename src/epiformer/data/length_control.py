@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from epiformer.sequence.onehot import onehot_rows
+
 SHUFFLE_SALT = 38_2026  # separates this stream from every other seeded draw of (pair_id, start)
 
 
@@ -25,7 +27,7 @@ def shuffle_between(bases: np.ndarray, first_end: int, second_start: int, seed: 
     between segment moves, drawn from `seed`.
     """
     bases = np.ascontiguousarray(bases).copy()
-    rows = bases.view(np.uint32)[:, 0]  # each row's four one-hot bytes as one number: a base is nonzero
+    rows = onehot_rows(bases)  # a base is nonzero; moving a row moves its four channels
     start, stop = max(first_end, 0), min(second_start, len(bases))
     called = start + np.flatnonzero(rows[start:stop])
     rows[called] = rows[np.random.default_rng(seed).permutation(called)]

@@ -105,6 +105,21 @@ def count_unknown(packed: np.ndarray) -> int:
     return int(np.bincount(packed, minlength=256) @ UNKNOWN_IN_BYTE)
 
 
+def onehot_rows(onehot: np.ndarray) -> np.ndarray:
+    """uint32 [L] view of a contiguous uint8 [L, 4] one-hot: each row's four bytes as one number, 0 for N.
+
+    Testing or moving a base as one number is what makes `known_bases` and the length control's
+    shuffle fast: numpy's any over an axis of 4 took a tenth of a span model's step (8 ms for 0.5 M
+    bases). Writes through the view change `onehot`.
+    """
+    return onehot.view(np.uint32)[:, 0]
+
+
+def known_bases(onehot: np.ndarray) -> np.ndarray:
+    """bool [L]: which rows of a uint8 [L, 4] one-hot (any layout) are a base, not N."""
+    return onehot_rows(np.ascontiguousarray(onehot)) != 0
+
+
 def crop(onehot: np.ndarray, flank: int, shifts: np.ndarray) -> np.ndarray:
     """[B, L, 4] -> [B, L - 2 * flank, 4], each row starting at flank + its shift."""
     width = onehot.shape[1] - 2 * flank
