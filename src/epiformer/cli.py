@@ -386,11 +386,12 @@ def add_crispr_export(commands) -> None:
 
 def run_crispr_export(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from epiformer.scoring.crispr_comparison import ExportError, export_crispr_comparison
+    from epiformer.scoring.tracks import TracksError
 
     try:
         for model_dir in args.model_dirs:
             export_crispr_comparison(model_dir)
-    except ExportError as error:
+    except (ExportError, TracksError) as error:
         log.error("%s", error)
         return 1
     return 0

@@ -27,6 +27,7 @@ import pandas as pd
 from epiformer.constants import SCORE_FORMAT
 from epiformer.data.pairs import CRISPR_BENCHMARK_GENE, PairsError, read_pairs
 from epiformer.io.files import atomic_write_bytes, atomic_write_text
+from epiformer.scoring.tracks import read_scores
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +101,7 @@ def export_crispr_comparison(model_dir: str | Path) -> dict:
         pairs = read_pairs(pairs_path, require_label=False, tss_annotation=annotation)
     except PairsError as error:
         raise ExportError(f"{error} (the pairs file {stats_path} names; run from the run's folder)") from None
-    predictions = pd.read_csv(predictions_path, sep="\t")
+    predictions = read_scores(predictions_path)
     cell_line, model = model_dir.parent.name, model_dir.name
     table = crispr_comparison_table(pairs, predictions, cell_line)
     text = table.to_csv(sep="\t", index=False, float_format=SCORE_FORMAT)
