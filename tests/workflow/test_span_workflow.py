@@ -263,7 +263,8 @@ def test_the_long_demo_overlay_replicates_the_span_model_and_trains_the_rest_onc
     assert "softmax_span_length_control" not in run.stdout + run.stderr
     assert counts["train"] == 4 and counts["evaluate"] == 4  # linear, softmax, the control, softmax_span
     assert "transfer" not in counts  # one cell line: its transfer matrix would be each model's test AUROC again
-    # Softmax on spans trains first: its scoring, quadratic in each span, then runs beside the other trainings.
+    # Softmax on spans trains first (train_first): its scoring, quadratic in each span, then runs beside the
+    # other trainings; then the longest budgets, the length control first of those.
     priorities = dict(
         re.findall(
             r"rule train(?:_replicate)?:\n(?:\s+\w+: .*\n)*?\s+wildcards: cell=\w+, model=(\w+).*\n\s+priority: (\d+)",
@@ -271,9 +272,9 @@ def test_the_long_demo_overlay_replicates_the_span_model_and_trains_the_rest_onc
         )
     )
     assert priorities == {
-        "linear": "10",
-        "softmax": "10",
-        "linear_span": "10",
-        "linear_span_length_control": "10",
-        "softmax_span": "11",
+        "linear": "12",
+        "softmax": "12",
+        "linear_span": "12",
+        "linear_span_length_control": "13",
+        "softmax_span": "14",
     }

@@ -34,6 +34,7 @@ try:
         with_span_positions,
     )
     from epiformer.training.replicates import replicate_names
+    from epiformer.training.schedule import training_priorities
 except ModuleNotFoundError:
     raise ModuleNotFoundError(
         "The workflow checks its settings with the epiformer package, which this Snakemake cannot import: "
@@ -94,12 +95,12 @@ def model_config(model):
 SPAN_MODELS = [name for name in MODELS if model_config(name).get("input") == "span"]
 
 
+TRAINING_PRIORITIES = training_priorities(config["models"], config["train"])
+
+
 def training_priority(wildcards):
-    """Trainings go before other jobs when cores are short (10); softmax on spans first of all (11): its
-    validation and test scoring grow with the square of each span, and started last, as it was in make
-    demo-long, they held the run's end for about 13 minutes on one core while the other idled."""
-    entry = model_config(wildcards.model)
-    return 11 if entry.get("input") == "span" and entry.get("attention") == "softmax" else 10
+    """Trainings before other jobs when cores are short, the longest first (`training.schedule`)."""
+    return TRAINING_PRIORITIES[wildcards.model]
 
 
 # Variant effects (the variants rule; `epiformer variants`): for each cell line whose sample sheet row

@@ -121,8 +121,9 @@ class ModelConfig:
 
 # Keys of a config's `models:` entry that say how the model is trained, not what it is: `pooled` (on
 # every cell line), `replicates` and `max_tokens` (the model's own train.replicates and train.max_tokens),
-# and `length_control` (the model's own top-level length_control: whether a span model gets one).
-MODEL_TRAINING_KEYS = ("pooled", "replicates", "max_tokens", "length_control")
+# `length_control` (the model's own top-level length_control: whether a span model gets one) and
+# `train_first` (its training starts before the others when cores are short: training.schedule).
+MODEL_TRAINING_KEYS = ("pooled", "replicates", "max_tokens", "length_control", "train_first")
 
 
 def architecture(entry: dict) -> dict:
