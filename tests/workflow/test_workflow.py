@@ -179,6 +179,8 @@ def test_rerun_has_nothing_to_do_and_report_shows_every_figure_with_a_caption(fi
     assert re.search(r"enhancer lies on\s+chr3 are the test split", description)
     assert "linear: linear attention" in description and "propensity:" in description
     assert "{{" not in description and "{%" not in description
+    # The landing page reads clean: docutils' warnings ("System Message: WARNING/2") are shown in the page.
+    assert "System Message" not in description and "Enumerated list ends" not in report.stderr
 
 
 def report_calls(text: str) -> list[str]:
