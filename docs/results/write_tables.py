@@ -6,8 +6,9 @@
 
 The run's `summary.tsv`, `paired_comparison.tsv` (and `breakdown.tsv`, and each model's
 `motifs.tsv` as `{cell}.{model}.motifs.tsv`, when present) are copied to
-docs/results/runs/RUN/ (RUN: the page's name unless given), so that every published number
-can be recomputed from a file in the repository; each table of PAGE.md between
+docs/results/runs/RUN/ (RUN: the page's name unless given), with what they are computed from
+(`save_recomputable`: test predictions, windows, truth, the commit and config files), so that every
+published number can be recomputed from files in the repository; each table of PAGE.md between
 `<!-- generated:NAME -->` and `<!-- end generated:NAME -->` is then written anew from the
 copies of runs/PAGE/, and each between `<!-- generated:NAME:RUN -->` and
 `<!-- end generated:NAME:RUN -->` from those of runs/RUN/. Tables:
@@ -28,6 +29,9 @@ copies of runs/PAGE/, and each between `<!-- generated:NAME:RUN -->` and
   elements shuffled): both AUROCs and the paired difference with its interval;
 - `bins`: test AUROC within each distance bin (the run's `distance_bins.tsv`), one row per model
   or baseline, one column per bin;
+- `lottery`, `lottery_9min` (the long demo): the seed lottery's table (runs/RUN/seed_lottery.tsv, or
+  seed_lottery_9min.tsv) and how often one seed, the sliding ensembles and the disjoint ones (no seed
+  shared) came within 0.05 of the oracle and 0.10 above the element ceiling;
 - `goal` (the demos at a known answer): each span model against the demo's goal (GOAL): within
   0.05 AUROC of the oracle, 0.10 above the elements-and-distance ceiling, above distance in every
   distance bin, 0.10 above its length control with the paired interval above 0.
@@ -36,8 +40,11 @@ copies of runs/PAGE/, and each between `<!-- generated:NAME:RUN -->` and
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -47,7 +54,12 @@ from epiformer.evaluation.summary import best_baseline, replicate_values, spread
 
 PAGES = Path(__file__).resolve().parent
 RUN_FILES = ("summary.tsv", "paired_comparison.tsv", "breakdown.tsv", "distance_bins.tsv")
-BASELINE_NAMES = {"distance": "distance", "kmer": "k-mer", "distance_kmer": "distance + k-mer", "propensity": "propensity"}
+BASELINE_NAMES = {
+    "distance": "distance",
+    "kmer": "k-mer",
+    "distance_kmer": "distance + k-mer",
+    "propensity": "propensity",
+}
 # The (model, baseline) differences a page's `paired` table shows, in its column order.
 PAIRED_SHOWN = {
     "real": [("linear_pooled_distance", "distance"), ("linear_pooled_distance", "kmer"), ("linear_pooled", "kmer")],
@@ -64,9 +76,17 @@ SPREAD_SHOWN = {
     "demo_long": [("linear_span", ["distance", "kmer", "distance_kmer"])],
     "demo_scale": [("linear_span", ["distance", "kmer", "distance_kmer"])],
 }
+# The config files each page's own run reads, in Snakemake's order (config/config.yaml, then the overlay).
+PAGE_CONFIGS = {
+    "demo": ("config/config.yaml",),
+    "demo_long": ("config/config.yaml", "config/demo_long.yaml"),
+    "demo_scale": ("config/config.yaml", "config/demo_scale.yaml"),
+    "real": ("config/config.yaml", "config/targetfinder.yaml"),
+}
 MOTIF_RANKS = 5
 # The span demos' goal (issue 38): (most below the oracle, least above the ceiling, least above the length control).
 GOAL = {"oracle_gap": 0.05, "ceiling_lead": 0.10, "control_lead": 0.10}
+ENSEMBLE_OF_LOTTERY = 3  # benchmarks/seed_lottery.py's ENSEMBLE: seeds s, s+1, s+2
 
 
 def auroc_table(summary: pd.DataFrame) -> str:
@@ -76,7 +96,9 @@ def auroc_table(summary: pd.DataFrame) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for cell, rows in summary.groupby("cell_line", sort=False):
         by_model = rows.set_index("model")
-        baselines = [by_model.loc[name, "auroc"] for name in ("distance", "kmer", "distance_kmer") if name in by_model.index]
+        baselines = [
+            by_model.loc[name, "auroc"] for name in ("distance", "kmer", "distance_kmer") if name in by_model.index
+        ]
         bar = max(baselines) if baselines else float("inf")
         first = rows.iloc[0]
         cells = [f"{cell} ({int(first['n_test']):,}, {int(first['positives']):,})"]
@@ -296,6 +318,49 @@ def summary_tables(summary: pd.DataFrame, paired: pd.DataFrame | None) -> str:
     return to_markdown(summary, paired).strip()
 
 
+def lottery_table(run: Path, tsv: str) -> str:
+    """A seed lottery (`benchmarks/seed_lottery.py --out`): per base seed s, one seed and the ensemble of seeds s, s+1,
+    s+2, each against the oracle (within 0.05) and the element ceiling (0.10 above it); then how often each found
+    the insulator, the ensembles that share no seed (bases 0, 3, 6, ...) apart from the sliding ones."""
+    table = pd.read_csv(run / tsv, sep="\t")
+    oracle, ceiling = table["oracle_auroc"].iloc[0], table["element_ceiling_auroc"].iloc[0]
+    width, gap, lead = ENSEMBLE_OF_LOTTERY, GOAL["oracle_gap"], GOAL["ceiling_lead"]
+    near, above = oracle - gap, ceiling + lead
+
+    def marks(auroc: float) -> str:
+        return f"{auroc:.3f} | {'yes' if auroc >= near else 'no'} | {'yes' if auroc >= above else 'no'}"
+
+    lines = [
+        f"| base seed | one seed | near the oracle | above the ceiling | ensemble of {width} | near the oracle | "
+        "above the ceiling | disjoint | epochs | validation AUROC by epoch |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in table.itertuples():
+        epochs = str(row.val_auroc_by_epoch).replace(";", " ")
+        disjoint = "yes" if row.base_seed % width == 0 else ""
+        lines.append(
+            f"| {row.base_seed} | {marks(row.single_auroc)} | {marks(row.ensemble3_auroc)} | {disjoint} | "
+            f"{row.epochs_trained:.1f} | {epochs} |"
+        )
+    disjoint = table[table["base_seed"] % width == 0]
+    counts = [
+        ("one seed", table["single_auroc"]),
+        (f"an ensemble of {width}, sliding (neighbours share {width - 1} seeds)", table["ensemble3_auroc"]),
+        (f"an ensemble of {width}, disjoint (no seed shared)", disjoint["ensemble3_auroc"]),
+    ]
+    lines += [
+        "",
+        f"| found (oracle {oracle:.3f}, element ceiling {ceiling:.3f}) | within {gap:.2f} of the oracle | "
+        f"{lead:.2f} above the ceiling |",
+        "|---|---|---|",
+    ]
+    for label, values in counts:
+        lines.append(
+            f"| {label} | {(values >= near).sum()} of {len(values)} | {(values >= above).sum()} of {len(values)} |"
+        )
+    return "\n".join(lines)
+
+
 def render(name: str, run: Path, page: str) -> str:
     if not (run / "summary.tsv").is_file():
         raise SystemExit(f"{run}/summary.tsv is missing: give that run's results/ folder (with --run {run.name}).")
@@ -314,14 +379,17 @@ def render(name: str, run: Path, page: str) -> str:
         "control": lambda s: control_table(paired),
         "bins": lambda s: bins_table(run),
         "goal": lambda s: goal_table(s, paired, run),
+        "lottery": lambda s: lottery_table(run, "seed_lottery.tsv"),
+        "lottery_9min": lambda s: lottery_table(run, "seed_lottery_9min.tsv"),
     }
     if name not in tables:
         raise SystemExit(f"unknown table {name!r}: one of {', '.join(tables)}")
     return tables[name](summary)
 
 
-def save_run(results: Path, saved: Path) -> None:
-    """Copy a run's result files (RUN_FILES and each model's motifs.tsv) to `saved`."""
+def save_run(results: Path, saved: Path, configs: list[str]) -> None:
+    """Copy a run's result files (RUN_FILES and each model's motifs.tsv) to `saved`, and what recomputes them
+    (`save_recomputable`)."""
     if not (results / "summary.tsv").is_file():
         raise SystemExit(f"{results} has no summary.tsv: give a run's results/ folder.")
     saved.mkdir(parents=True, exist_ok=True)
@@ -330,12 +398,89 @@ def save_run(results: Path, saved: Path) -> None:
             shutil.copyfile(results / name, saved / name)
     for motifs in results.glob("*/*/motifs.tsv"):
         shutil.copyfile(motifs, saved / f"{motifs.parent.parent.name}.{motifs.parent.name}.motifs.tsv")
+    save_recomputable(results, saved, configs)
 
 
-def write_page(page: str, results: Path | None, run: str | None = None) -> list[str]:
-    """Copy the run's files (if given) to runs/RUN, then rewrite PAGE.md's generated tables; returns their names."""
+def save_recomputable(results: Path, saved: Path, configs: list[str]) -> None:
+    """Keep in `saved` what every published metric of the run is computed from: `saved/results/` mirrors the
+    run's results/ for each evaluated model and baseline (metrics.json, model.json, test predictions, each
+    replicate's), with each cell line's windows (test pairs) and truth table (demos) gzipped; provenance.json
+    gives the commit the run was made from and its config files. tests/infrastructure/test_saved_runs.py
+    recomputes the published tables from them."""
+    mirror = saved / "results"
+    shutil.rmtree(mirror, ignore_errors=True)
+    tested: dict[str, set] = {}
+    for metrics in sorted(results.glob("*/*/metrics.json")):
+        folder = metrics.parent
+        if not (folder / "predictions.tsv").is_file():
+            continue
+        cell, model = folder.parent.name, folder.name
+        target = mirror / cell / model
+        target.mkdir(parents=True)
+        shutil.copyfile(metrics, target / "metrics.json")
+        for description in (folder / "model.json", results / "pooled" / model / "model.json"):
+            if description.is_file():
+                shutil.copyfile(description, target / "model.json")
+                break
+        for predictions in [folder / "predictions.tsv", *sorted(folder.glob("replicates/*/predictions.tsv"))]:
+            destination = target / predictions.relative_to(folder).with_suffix(".tsv.gz")
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            write_gzip(destination, predictions.read_bytes())
+        tested.setdefault(cell, set()).update(pd.read_csv(folder / "predictions.tsv", sep="\t")["pair_id"])
+    root = run_root(results)
+    for cell, pair_ids in tested.items():
+        tables = {"windows.tsv": results / cell / "windows.tsv"}
+        for truth in results.parent.glob(f"resources/*/{cell}.truth.tsv"):  # a demo's truth table
+            tables["truth.tsv"] = truth
+        for name, path in tables.items():
+            if path.is_file():
+                table = pd.read_csv(path, sep="\t")
+                kept = table[table["pair_id"].isin(pair_ids)]
+                write_gzip(mirror / cell / f"{name}.gz", kept.to_csv(sep="\t", index=False).encode())
+        if (results / cell / "windows_stats.json").is_file():
+            shutil.copyfile(results / cell / "windows_stats.json", mirror / cell / "windows_stats.json")
+    provenance = {"commit": git_output(root, "rev-parse", "HEAD"), "changed_files": None, "config_files": {}}
+    if provenance["commit"]:
+        provenance["changed_files"] = git_output(root, "status", "--porcelain", "--untracked-files=no").splitlines()
+    for name in configs:
+        path = (root or results.parent) / name
+        if not path.is_file():
+            raise SystemExit(f"{path}: no such config file of the run; give --config with the files it ran with.")
+        provenance["config_files"][name] = path.read_text()
+    (saved / "provenance.json").write_text(json.dumps(provenance, indent=2) + "\n")
+
+
+def write_gzip(path: Path, data: bytes) -> None:
+    """gzip `data` to `path` with no time stamp, so the same run saved twice gives the same bytes."""
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as packed:
+        packed.write(data)
+
+
+def run_root(results: Path) -> Path | None:
+    """The checkout a run's results/ lies in (its config files and commit), if it lies in one."""
+    top = git_output(results, "rev-parse", "--show-toplevel")
+    return Path(top) if top else None
+
+
+def git_output(where: Path | None, *arguments: str) -> str:
+    """What `git -C where ARGUMENTS` prints, stripped; empty where git or a checkout is missing."""
+    if where is None:
+        return ""
+    try:
+        done = subprocess.run(["git", "-C", str(where), *arguments], capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def write_page(page: str, results: Path | None, run: str | None = None, configs: list[str] | None = None) -> list[str]:
+    """Copy the run's files (if given) to runs/RUN, then rewrite PAGE.md's generated tables; returns their names.
+
+    `configs`: the run's config files, relative to its checkout (default: PAGE_CONFIGS's for the page)."""
     if results is not None:
-        save_run(results, PAGES / "runs" / (run or page))
+        if configs is None and page not in PAGE_CONFIGS:
+            raise SystemExit(f"give --config with the config files of the run (no default for page {page!r}).")
+        save_run(results, PAGES / "runs" / (run or page), configs or list(PAGE_CONFIGS[page]))
     markdown = PAGES / f"{page}.md"
     text = markdown.read_text()
     pattern = re.compile(r"(<!-- generated:(\w+)(?::(\w+))? -->\n).*?(<!-- end generated:\2(?::\3)? -->)", re.S)
@@ -356,8 +501,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--run", help="where under docs/results/runs/ to keep the run's files (default: the page's name)"
     )
+    parser.add_argument(
+        "--config",
+        action="append",
+        help="a config file the run read, relative to its checkout, in the order given to Snakemake (repeat; "
+        "default: the page's, PAGE_CONFIGS)",
+    )
     args = parser.parse_args(argv)
-    names = write_page(args.page, args.results, args.run)
+    names = write_page(args.page, args.results, args.run, args.config)
     print(f"docs/results/{args.page}.md: wrote {', '.join(names)}", file=sys.stderr)
 
 

@@ -169,3 +169,28 @@ def test_the_goal_table_checks_each_span_model_against_the_oracle_the_ceiling_ev
     assert table[2] == "| c | span | 0.900 | 0.040 | +0.150 | 2 of 2 | +0.200 [+0.100, +0.300] | yes |"
     assert table[3].startswith("| c | span_b | 0.910 | 0.030 | +0.160 | 1 of 2 |") and table[3].endswith("| no |")
     assert table[4] == "| c | span_c | 0.880 | 0.060 | +0.130 | 2 of 2 | no control | no |"
+
+
+def test_the_lottery_counts_disjoint_ensembles_apart_from_sliding_ones_against_oracle_and_ceiling(tmp_path):
+    # Six base seeds (ensembles of seeds s, s+1, s+2): bases 0 and 3 share no seed. Oracle 0.94, ceiling 0.80.
+    singles = [0.93, 0.70, 0.92, 0.70, 0.91, 0.86]
+    ensembles = [0.92, 0.89, 0.93, 0.85, 0.93, 0.95]
+    pd.DataFrame(
+        {
+            "base_seed": range(6),
+            "single_auroc": singles,
+            "ensemble3_auroc": ensembles,
+            "oracle_auroc": 0.94,
+            "element_ceiling_auroc": 0.80,
+            "epochs_trained": 6.0,
+            "val_auroc_by_epoch": "0.6;0.9",
+        }
+    ).to_csv(tmp_path / "seed_lottery.tsv", sep="\t", index=False)
+    table = load_writer().lottery_table(tmp_path, "seed_lottery.tsv")
+    rows = {line.split(" | ")[0].strip("| "): line for line in table.splitlines()}
+    # Within 0.05 of the oracle: 0.89 and up; 0.10 above the ceiling: 0.90 and up.
+    assert "| one seed | 3 of 6 | 3 of 6 |" in table
+    assert "sliding (neighbours share 2 seeds) | 5 of 6 | 4 of 6 |" in table  # 0.89: near, not above; 0.85: neither
+    assert "disjoint (no seed shared) | 1 of 2 | 1 of 2 |" in table  # bases 0 (0.92) and 3 (0.85)
+    assert rows["1"].startswith("| 1 | 0.700 | no | no | 0.890 | yes | no |  |")
+    assert rows["3"].startswith("| 3 | 0.700 | no | no | 0.850 | no | no | yes |")
