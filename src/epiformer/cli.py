@@ -416,6 +416,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    if not (sys.argv[1:] if argv is None else argv):  # a bare `epiformer`: the commands and what each does
+        parser.print_help()
+        return 0
     args = parser.parse_args(argv)
     from epiformer.io.runlog import setup_logging
 

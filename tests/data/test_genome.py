@@ -141,3 +141,12 @@ def test_malformed_bgzip_genome_error_names_the_line_and_leaves_no_index(tmp_pat
     with pytest.raises(GenomeError, match=r"ragged\.fa\.gz.*line 4.*equal length"):
         index_fasta(compressed)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ragged.fa", "ragged.fa.gz"]
+
+
+def test_a_file_that_is_not_fasta_is_named_in_one_clean_sentence(tmp_path):
+    # pyfaidx's own message ends in a full stop; ours must not double it.
+    plain = tmp_path / "notes.fa"
+    plain.write_text("chrA ACGT\nthis is not a FASTA file\n")
+    with pytest.raises(GenomeError, match=r"notes\.fa.*plain or bgzip-compressed FASTA") as error:
+        index_fasta(plain)
+    assert ".." not in str(error.value)

@@ -98,10 +98,15 @@ def index_fasta(fasta: str | Path) -> Path:
         Faidx(str(fasta), rebuild=True).close()
     except Exception as error:  # pyfaidx raises several types for malformed FASTA
         raise GenomeError(
-            f"Cannot index genome FASTA {fasta}: {error}. It must be plain or bgzip-compressed FASTA "
+            f"Cannot index genome FASTA {fasta}: {sentence(error)} It must be plain or bgzip-compressed FASTA "
             "with lines of equal length within each sequence (`samtools faidx` has the same rule)."
         ) from error
     return fai_path(fasta)
+
+
+def sentence(message) -> str:
+    """A library's message as one sentence of ours: stripped, ending in exactly one full stop."""
+    return str(message).strip().rstrip(".") + "."
 
 
 def _index_bgzf(fasta: Path) -> None:
@@ -114,7 +119,7 @@ def _index_bgzf(fasta: Path) -> None:
         )
         if failure is not None:
             raise GenomeError(
-                f"Cannot index bgzip genome FASTA {fasta}: {detail or failure}. It must be FASTA with lines "
+                f"Cannot index bgzip genome FASTA {fasta}: {sentence(detail or failure)} It must be FASTA with lines "
                 "of equal length within each sequence (`samtools faidx` has the same rule)."
             ) from failure
         if detail:
