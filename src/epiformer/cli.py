@@ -290,6 +290,7 @@ def run_tracks(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             genome=args.genome,
             track_name=args.name,
             with_track_line=args.track_line,
+            pairs_named_in="the --pairs option",
         )
     except (TracksError, PairsError, GenomeError) as error:
         log.error("%s", error)

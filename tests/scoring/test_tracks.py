@@ -264,6 +264,10 @@ def test_cli_writes_the_tracks_and_exits_1_on_bad_input(small_pairs, tmp_path, c
     (tmp_path / "s.tsv").write_text("pair_id\tscore\n99\t0.5\n")
     assert main(argv) == 1
     assert "pair_id 99 is not a pair" in capsys.readouterr().err
+    missing = ["tracks", "--pairs", str(tmp_path / "nope.csv"), *argv[3:]]  # points at the option, not a sample sheet
+    assert main(missing) == 1
+    error = capsys.readouterr().err
+    assert "nope.csv" in error and "--pairs" in error and "sample sheet" not in error
 
 
 def test_the_workflow_makes_tracks_for_every_model_baseline_and_pooled_model(tmp_path):

@@ -89,17 +89,26 @@ def detect_format(path: Path) -> str:
     )
 
 
-def read_pairs(path: str | Path, require_label: bool = True, tss_annotation: str | Path | None = None) -> pd.DataFrame:
+SAMPLE_SHEET_PAIRS = "the `pairs` column of the sample sheet"  # where the workflow's pairs files are named
+
+
+def read_pairs(
+    path: str | Path,
+    require_label: bool = True,
+    tss_annotation: str | Path | None = None,
+    named_in: str = SAMPLE_SHEET_PAIRS,
+) -> pd.DataFrame:
     """Read and check a pairs file; returns PAIR_COLUMNS first, extra columns after.
 
     `header_lines` (the number of lines before the first data row) is stored in
     `frame.attrs` so that later checks can name 1-based file lines; for the CRISPR benchmark,
     so is `dropped_on_read` (reason -> pair ids of the rows set aside; module docstring), and
     with `tss_annotation` its TSSs are the annotation's (module docstring; other formats ignore it).
+    `named_in`: where the user gave the path (a command's option), for the error when it is missing.
     """
     path = Path(path)
     if not path.exists():
-        raise PairsError(f"Pairs file not found: {path}. Check the `pairs` column of the sample sheet.")
+        raise PairsError(f"Pairs file not found: {path}. Check {named_in}.")
     fmt = detect_format(path)
     readers = {"targetfinder": _read_targetfinder, "bedpe": _read_bedpe, "crispr_benchmark": _read_crispr_benchmark}
     frame, header_lines = readers[fmt](path)

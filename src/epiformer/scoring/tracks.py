@@ -45,7 +45,13 @@ import pandas as pd
 
 from epiformer.constants import ELEMENTS, SCORE_FORMAT
 from epiformer.data.chromosomes import check_pairs_fit_genome, fai_path, read_chrom_sizes
-from epiformer.data.pairs import PAIR_COLUMNS, fail_at_first_bad_row, fail_at_first_bad_value, read_pairs
+from epiformer.data.pairs import (
+    PAIR_COLUMNS,
+    SAMPLE_SHEET_PAIRS,
+    fail_at_first_bad_row,
+    fail_at_first_bad_value,
+    read_pairs,
+)
 from epiformer.io.files import atomic_write, atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -314,14 +320,16 @@ def write_tracks(
     genome: str | Path | None = None,
     track_name: str = "epiformer",
     with_track_line: bool = True,
+    pairs_named_in: str = SAMPLE_SHEET_PAIRS,
 ) -> dict:
     """Write the BEDPE and interact tracks of the scored pairs (and bigInteract with a `genome`).
 
     `genome` (a FASTA with its .fai, or a .fai / chrom.sizes file) checks every element lies
     within its chromosome and gives bedToBigBed its sizes. Nothing is written unless every
     check passes. Returns the counts (pairs, scored, trans) and the paths written.
+    `pairs_named_in`: where the pairs file was given (the command line's `--pairs`), for a missing file.
     """
-    pairs = read_pairs(pairs_path, require_label=False)
+    pairs = read_pairs(pairs_path, require_label=False, named_in=pairs_named_in)
     scores = read_scores(scores_path)
     scored = scored_pairs(pairs, scores, scores_path)
     sizes = None
