@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 import types
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -31,6 +32,7 @@ from epiformer.training.train import (
     log_pairs_per_step,
     positive_weights,
     train_model,
+    training_label,
     validation_metrics,
 )
 from tests.helpers import encode_spans_of_fasta
@@ -318,7 +320,7 @@ def test_two_process_gloo_training_matches_one_process(shards_of_whole_train_bat
         setup_logging()
     logged = (tmp_path / "train.log").read_text()
     assert re.findall(r"INFO epoch (\d+): train_loss", logged) == ["1", "2", "3"]  # rank 0's epoch lines, once each
-    assert re.search(r"INFO epoch 3/3: .* done in", logged)  # and its progress lines
+    assert re.search(r"INFO two epoch 3/3: .* done in", logged)  # and its progress lines, naming the training
     assert logged.rstrip().endswith("the parent's last line") and "Model linear attention" in logged
     one = pd.read_csv(tmp_path / "one" / "train_log.tsv", sep="\t")
     two = pd.read_csv(tmp_path / "two" / "train_log.tsv", sep="\t")
@@ -569,3 +571,10 @@ def test_the_log_says_how_many_pairs_a_span_step_holds(span_shard_dir, caplog):
     assert int(steps) == len(sizes) and sum(sizes) == len(train.pair_id)  # every pair once an epoch
     assert float(mean) == pytest.approx(len(train.pair_id) / len(sizes), abs=0.05)
     assert float(median) == np.median(sizes)
+
+
+def test_progress_lines_name_the_training_by_its_folder_below_results():
+    # Two trainings of a workflow run print their progress side by side: cell line, model and replicate tell them apart.
+    assert training_label(Path("results/demo_scale/linear_span/replicates/1")) == "demo_scale/linear_span/replicates/1"
+    assert training_label(Path("/runs/x/results/pooled/linear")) == "pooled/linear"
+    assert training_label(Path("/tmp/results")) == "results" and training_label(Path("out")) == "out"

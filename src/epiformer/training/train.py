@@ -252,6 +252,16 @@ class _Run:
     checkpoint_dir: Path
     fingerprint: str
     plan: list[np.ndarray]  # `budget_plan`: the tokens of each step each epoch takes
+    label: str = ""  # what progress lines call this training (`training_label`): two at once stay apart
+
+
+def training_label(outdir: Path) -> str:
+    """How a training's progress lines name it: its output folder below results/ (cell line, model, replicate),
+    else the folder's name."""
+    parts = Path(outdir).parts
+    if "results" in parts[:-1]:
+        return "/".join(parts[len(parts) - 1 - parts[::-1].index("results") + 1 :])
+    return Path(outdir).name
 
 
 def _train_epoch(
@@ -275,7 +285,7 @@ def _train_epoch(
         torch.set_rng_state(partial["rng"][run.rank])
     run.model.train()
     loader = batch_loader(torch.utils.data.Subset(batches, range(start, len(batches))), config.loader_workers)
-    description = f"epoch {epoch}/{config.epochs}" if run.rank == 0 else ""
+    description = f"{run.label} epoch {epoch}/{config.epochs}".strip() if run.rank == 0 else ""
     last_saved = started = time.monotonic()
     done = len(batches)
     for index, batch in enumerate(progress(loader, planned - start, description), start=start):
@@ -415,6 +425,7 @@ def _train(
     manifest = shard_manifest(shard_dir)
     train_data, val_data = load_split(shard_dir, "train"), load_split(shard_dir, "val")
     run = _start_run(rank, world, model_config, train_config, train_data, checkpoint_dir, manifest)
+    run.label = training_label(outdir)
     progress = _resume(run)
     budget_reached = _run_epochs(run, progress, train_data, val_data)
     if rank != 0:
