@@ -217,3 +217,44 @@ def test_distance_bin_figure_draws_each_cell_lines_bins_with_their_counts_for_ev
         for row in binned_metrics(labels, labels, distances, bins).itertuples():  # each bin, its pairs and positives
             assert sum(f"{row.n_test} pairs, {row.positives} +" in text for text in texts) >= 2
     assert texts.count("linear") == texts.count("distance") == 2  # a legend per cell line
+
+
+def test_each_model_and_baseline_keeps_one_colour_across_the_runs_figures(tmp_path, monkeypatch):
+    import matplotlib.colors as mcolors
+
+    import epiformer.evaluation.plots as plots
+
+    drawn = {}  # figure file name -> the figure, caught as it is saved (the drawing itself is the package's)
+    monkeypatch.setattr(plots, "save_figure", lambda fig, png: drawn.setdefault(png.name, fig))
+    names = ["linear", "softmax", "distance", "kmer"]  # the run's order: models, then baselines
+    predictions = {name: scored_predictions(tmp_path, name, 200, i, 0.3)[0] for i, name in enumerate(names)}
+    plot_roc_pr("cell_x", predictions, tmp_path / "roc_pr.png")
+    plot_calibration("cell_x", predictions, tmp_path / "calibration.png")
+    rng = np.random.default_rng(0)
+    distances, labels = (10 ** rng.uniform(4, 6, 300)).astype(np.int64), (rng.random(300) < 0.3).astype(int)
+    bins = [binned_metrics(labels, rng.random(300), distances, 3).assign(cell_line="cell_x", model=n) for n in names]
+    pd.concat(bins).to_csv(tmp_path / "bins.tsv", sep="\t", index=False)
+    plot_distance_bins(tmp_path / "bins.tsv", tmp_path / "distance_bins.png")
+    rows = [
+        {"cell_line": "cell_x", "model": name, "kind": "baseline" if name in ("distance", "kmer") else "transformer"}
+        | {"auroc": 0.7, "auroc_lo": 0.6, "auroc_hi": 0.8, "auprc": 0.4, "auprc_lo": 0.3, "auprc_hi": 0.5}
+        | {"positives": 30, "n_test": 120}
+        for name in names
+    ]
+    pd.DataFrame(rows).to_csv(tmp_path / "summary.tsv", sep="\t", index=False)
+    plot_comparison(tmp_path / "summary.tsv", tmp_path / "comparison.png")
+
+    def line_colours(fig) -> dict[str, str]:  # legend label's first word -> its line's colour
+        lines = [line for ax in fig.axes for line in ax.get_lines() if not line.get_label().startswith("_")]
+        return {line.get_label().split(" ")[0]: mcolors.to_hex(line.get_color()) for line in lines}
+
+    seen = {figure: line_colours(drawn[f"{figure}.png"]) for figure in ("roc_pr", "calibration", "distance_bins")}
+    comparison = drawn["comparison.png"].axes[0]
+    seen["comparison"] = {
+        label.get_text(): mcolors.to_hex(container.lines[0].get_color())
+        for label, container in zip(comparison.get_yticklabels(), comparison.containers)
+    }
+    for figure, colours in seen.items():
+        assert {name: colours[name] for name in names} == {name: seen["roc_pr"][name] for name in names}, figure
+    assert len(set(seen["roc_pr"][name] for name in names)) == 4  # M7 and softmax apart, each baseline its own
+    assert seen["roc_pr"]["distance"] == "#000000"  # the within-distance reference, black everywhere

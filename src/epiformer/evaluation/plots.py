@@ -2,7 +2,8 @@
 
 Each function takes paths to workflow outputs and writes one figure as PNG and, beside it,
 SVG (same name, `.svg`) for papers; matplotlib runs on the non-interactive Agg backend so
-the workflow needs no display. Models are drawn in solid lines, baselines dashed.
+the workflow needs no display. Models are drawn in solid lines, baselines dashed, and each model or
+baseline in the same colour in every figure of a run (`palette`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,37 @@ def line_style(name: str) -> str:
     return "--" if name in BASELINES else "-"
 
 
+# Each baseline's own colour in every figure; distance, the reference within distance bins, in black.
+BASELINE_COLOURS = {"distance": "black", "kmer": "tab:brown", "distance_kmer": "tab:olive", "propensity": "tab:pink"}
+# Models take these in the run's order (models first, as summary.tsv lists them). Grey and green are left
+# out: grey draws chance, green the oracle and the element ceiling.
+MODEL_COLOURS = (
+    "tab:blue",
+    "tab:orange",
+    "tab:red",
+    "tab:purple",
+    "tab:cyan",
+    "#08306b",  # navy
+    "#fdae6b",  # light orange
+    "#9e9ac8",  # light purple
+    "#fb6a4a",  # light red
+    "#6baed6",  # light blue
+)
+
+
+def palette(names) -> dict[str, str]:
+    """Each name's colour: a baseline its own (BASELINE_COLOURS), models MODEL_COLOURS in the order given.
+
+    Every figure of a run passes its names in the run's order (the summary's: models, then
+    baselines), so a model keeps its colour from the ROC curves to the distance bins and the cost
+    figure, and no two models of a run share one (up to ten; then the colours repeat).
+    """
+    names = list(dict.fromkeys(names))
+    models = [name for name in names if name not in BASELINE_COLOURS]
+    colours = {name: MODEL_COLOURS[index % len(MODEL_COLOURS)] for index, name in enumerate(models)}
+    return {name: BASELINE_COLOURS.get(name, colours.get(name)) for name in names}
+
+
 def save_figure(fig, out_png: str | Path) -> None:
     """PNG (for the report) and SVG beside it, each written atomically."""
     out_png = Path(out_png)
@@ -45,20 +77,21 @@ def plot_roc_pr(
 ) -> None:
     """ROC (left) and precision-recall (right, with the prevalence line) for every model of a cell line."""
     fig, (roc_ax, pr_ax) = plt.subplots(1, 2, figsize=(10, 4.5))
-    prevalence = None
+    prevalence, colours = None, palette(predictions)
     for model, path in predictions.items():
         frame = pd.read_csv(path, sep="\t")
         labels, scores = frame["label"], frame["score"]
         fpr, tpr, _ = roc_curve(labels, scores)
         precision, recall, _ = precision_recall_curve(labels, scores)
         style = line_style(model)
-        roc_ax.plot(fpr, tpr, style, label=f"{model} (AUROC {roc_auc_score(labels, scores):.3f})")
+        roc_ax.plot(fpr, tpr, style, color=colours[model], label=f"{model} (AUROC {roc_auc_score(labels, scores):.3f})")
         # Steps, as average precision integrates them; tied scores (a constant baseline) then
         # read as a flat line at the prevalence instead of a misleading diagonal.
         pr_ax.plot(
             recall,
             precision,
             style,
+            color=colours[model],
             drawstyle="steps-post",
             label=f"{model} (AUPRC {average_precision_score(labels, scores):.3f})",
         )
@@ -158,17 +191,24 @@ def plot_calibration(
     """Reliability diagram (top) and score histograms (bottom) of every model on the test split."""
     fig, (curve_ax, hist_ax) = plt.subplots(2, 1, figsize=(6.5, 7), height_ratios=[3, 1.3], sharex=True)
     curve_ax.plot([0, 1], [0, 1], color="grey", linestyle=":", label="perfectly calibrated")
+    colours = palette(predictions)
     for model, path in predictions.items():
         frame = pd.read_csv(path, sep="\t")
         table = reliability(frame["label"].to_numpy(), frame["score"].to_numpy())
-        (line,) = curve_ax.plot(
-            table["mean_score"], table["positive_rate"], line_style(model), marker="o", markersize=4, label=model
+        curve_ax.plot(
+            table["mean_score"],
+            table["positive_rate"],
+            line_style(model),
+            color=colours[model],
+            marker="o",
+            markersize=4,
+            label=model,
         )
         hist_ax.hist(
             frame["score"],
             bins=np.linspace(0, 1, 21),
             histtype="step",
-            color=line.get_color(),
+            color=colours[model],
             linestyle=line_style(model),
         )
     curve_ax.set(
@@ -193,7 +233,7 @@ TEST_SET_FIGURES = {"roc_pr": plot_roc_pr, "calibration": plot_calibration}
 def plot_comparison(summary_tsv: str | Path, out_png: str | Path) -> None:
     """AUROC and AUPRC with 95% intervals for every (cell line, model or baseline), one row per cell line."""
     table = pd.read_csv(summary_tsv, sep="\t")
-    cells = list(dict.fromkeys(table["cell_line"]))
+    cells, colours = list(dict.fromkeys(table["cell_line"])), palette(table["model"])
     fig, axes = plt.subplots(
         len(cells), 2, figsize=(10, 1.2 + 0.45 * table.groupby("cell_line").size().max() * len(cells)), squeeze=False
     )
@@ -201,13 +241,12 @@ def plot_comparison(summary_tsv: str | Path, out_png: str | Path) -> None:
         part = table[table["cell_line"] == cell].reset_index(drop=True)
         for ax, metric in zip(row, ("auroc", "auprc")):
             for y, entry in part.iterrows():
-                colour = "tab:grey" if entry["kind"] == "baseline" else "tab:blue"
                 ax.errorbar(
                     entry[metric],
                     y,
                     xerr=[[entry[metric] - entry[f"{metric}_lo"]], [entry[f"{metric}_hi"] - entry[metric]]],
-                    fmt="o",
-                    color=colour,
+                    fmt="D" if entry["kind"] == "baseline" else "o",
+                    color=colours[entry["model"]],
                     capsize=3,
                 )
             if metric == "auroc":
@@ -231,7 +270,7 @@ def plot_comparison(summary_tsv: str | Path, out_png: str | Path) -> None:
             ax.set(xlabel=f"test {metric.upper()} (95% bootstrap interval)", title=f"{cell}: {metric.upper()}")
             ax.grid(alpha=0.3, axis="x")
             ax.legend(fontsize=7, loc="best")
-    fig.suptitle("Transformers (blue) against baselines (grey), held-out test pairs")
+    fig.suptitle("Transformers (circles) against baselines (diamonds), held-out test pairs")
     fig.tight_layout(rect=(0, 0, 1, 0.99))  # keep the title clear of the first row's panel titles
     save_figure(fig, out_png)
 
@@ -240,10 +279,11 @@ def plot_cost(summary_tsv: str | Path, out_png: str | Path) -> None:
     """Test AUROC (95% interval) against training time for every Transformer, one panel per cell line.
 
     Marker shape says the input (circle: the two element windows; square: the span), colour the
-    attention (blue: linear, M7; orange: softmax). The oracle and, where the truth table gives
+    model (`palette`, as in the run's other figures). The oracle and, where the truth table gives
     it, the best AUROC the element windows allow are drawn as lines.
     """
     table = pd.read_csv(summary_tsv, sep="\t")
+    colours = palette(table["model"])
     table = table[table["kind"] == "transformer"]
     cells = list(dict.fromkeys(table["cell_line"]))
     fig, axes = plt.subplots(1, max(1, len(cells)), figsize=(7.5 * max(1, len(cells)), 4.8), squeeze=False)
@@ -256,7 +296,7 @@ def plot_cost(summary_tsv: str | Path, out_png: str | Path) -> None:
                 entry.auroc,
                 yerr=[[entry.auroc - entry.auroc_lo], [entry.auroc_hi - entry.auroc]],
                 fmt="s" if getattr(entry, "input", "elements") == "span" else "o",
-                color="tab:orange" if entry.attention == "softmax" else "tab:blue",
+                color=colours[entry.model],
                 capsize=3,
             )
             label = entry.model
@@ -290,7 +330,7 @@ def plot_cost(summary_tsv: str | Path, out_png: str | Path) -> None:
             ax.legend(fontsize=7, loc="lower right")
     fig.suptitle(
         "Accuracy against training cost: circles read the element windows, squares the span;\n"
-        "blue linear attention (M7), orange softmax",
+        "each model in its colour of the run's other figures",
         fontsize=9,
     )
     fig.tight_layout()
@@ -326,14 +366,14 @@ def plot_distance_bins(bins_tsv: str | Path, out_png: str | Path) -> None:
     """AUROC (left) and AUPRC (right) within each distance bin of the test pairs, a row per cell line, every model
     and baseline, the distance baseline in black: a model that only learned distance falls to it within bins."""
     table = pd.read_csv(bins_tsv, sep="\t")
-    cells = list(dict.fromkeys(table["cell_line"]))
+    cells, colours = list(dict.fromkeys(table["cell_line"])), palette(table["model"])
     fig, axes = plt.subplots(len(cells), 2, figsize=(12.5, 4.2 * len(cells)), squeeze=False)
     for cell, row_axes in zip(cells, axes):
         here = table[table["cell_line"] == cell]
         lows = list(dict.fromkeys(here["distance_low"]))  # a bin's key: labels are rounded, edges are not
         for name, rows in here.groupby("model", sort=False):
             rows = rows.set_index("distance_low").reindex(lows)
-            extra = {"color": "black", "linewidth": 2} if name == REFERENCE else {}
+            extra = {"color": colours[name], "linewidth": 2 if name == REFERENCE else 1.5}
             for ax, metric in zip(row_axes, ("auroc", "auprc")):
                 ax.plot(range(len(lows)), rows[metric], line_style(name), marker="o", label=name, **extra)
         bins = here.drop_duplicates("distance_low").set_index("distance_low").reindex(lows)
