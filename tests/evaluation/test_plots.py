@@ -182,6 +182,10 @@ def test_scaling_figure_names_each_component_and_attention_and_the_device(tmp_pa
     assert "M7 linear vs softmax attention, batch 1, cpu" in texts
     for label in ("attention, linear", "attention, softmax", "model, linear", "model, softmax", "O(T) guide"):
         assert texts.count(label) >= 1, label
+    # The shipped reference table's figure says so in its title, so no one reads it as this run's machine.
+    reference = tmp_path / "reference" / "scaling_reference.png"
+    plot_scaling(tmp_path / "scaling.tsv", reference, measured="a reference measurement, not this run's")
+    assert "a reference measurement, not this run's" in figure_texts(reference, 1320, 540)  # the title's second line
 
 
 def test_the_test_set_figures_are_the_same_in_rule_caption_and_package():

@@ -145,8 +145,10 @@ def plot_training(
     save_figure(fig, out_png)
 
 
-def plot_scaling(table_path: str | Path, out_png: str | Path) -> None:
-    """Time (left) and peak memory (right) against tokens, log-log, with O(T) and O(T^2) guides."""
+def plot_scaling(table_path: str | Path, out_png: str | Path, measured: str = "") -> None:
+    """Time (left) and peak memory (right) against tokens, log-log, with O(T) and O(T^2) guides.
+
+    `measured` says where the numbers come from when not from this run (the title's second line)."""
     table = pd.read_csv(table_path, sep="\t")
     fig, (time_ax, memory_ax) = plt.subplots(1, 2, figsize=(11, 4.5))
     styles = {"linear": "-", "softmax": "--"}
@@ -168,7 +170,7 @@ def plot_scaling(table_path: str | Path, out_png: str | Path) -> None:
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=7)
     device = table["device"].iloc[0] if len(table) else "?"
-    fig.suptitle(f"M7 linear vs softmax attention, batch 1, {device}")
+    fig.suptitle(f"M7 linear vs softmax attention, batch 1, {device}" + (f"\n{measured}" if measured else ""))
     fig.tight_layout()
     save_figure(fig, out_png)
 
