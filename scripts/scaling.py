@@ -1,19 +1,8 @@
-"""Linear vs softmax scaling benchmark: a TSV and a log-log plot.
-
-The measuring code is a benchmark, not part of the package: benchmarks/scaling.py, loaded
-from the workflow's checkout.
-"""
-
-import importlib.util
-from pathlib import Path
+"""Linear vs softmax scaling (`epiformer.model.scaling`): a TSV and a log-log plot."""
 
 from epiformer.evaluation.plots import plot_scaling
 from epiformer.io.runlog import setup_logging
-
-_source = Path(snakemake.scriptdir).parent / "benchmarks" / "scaling.py"
-_spec = importlib.util.spec_from_file_location("scaling_benchmark", _source)
-scaling = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(scaling)
+from epiformer.model import scaling
 
 log = setup_logging(snakemake.log[0])
 table = scaling.scaling_table(

@@ -3,7 +3,6 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from benchmarks.scaling import measure_in_fresh_process
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from epiformer.model.ops import (
@@ -13,6 +12,7 @@ from epiformer.model.ops import (
     naive_softmax_attention,
     softmax_attention,
 )
+from epiformer.model.scaling import measure_in_fresh_process
 from tests.helpers import quadratic_tensors, tensor_shapes_during
 
 SHAPES = [(1, 1, 1, 4), (2, 3, 1, 1), (1, 1, 7, 1), (2, 4, 17, 8), (3, 1, 33, 5), (1, 8, 64, 16)]
