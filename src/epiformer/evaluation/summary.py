@@ -440,15 +440,19 @@ def results_in_folder(results: Path, models: list[str] | None = None) -> list[Mo
     """The evaluated results of a workflow's `results/` folder: every {cell}/{model}/metrics.json with its predictions.
 
     For a run of some of the config's models (as `make real-random`), where the workflow's own
-    summary rule, which needs them all, did not run. A model is a result whose model.json is
-    beside it or, for a pooled model, in pooled/{model}/; the rest are baselines. Order: cell
-    lines by name, then `models` in the order given (default: models by name, then baselines
-    by name). No truth table is read (the oracle columns stay empty).
+    summary rule, which needs them all, did not run, and for the saved copies of published runs
+    (docs/results/runs/*/results/: predictions, windows and truth gzipped, `{cell}/truth.tsv.gz` beside
+    the windows). A model is a result whose model.json is beside it or, for a pooled model, in
+    pooled/{model}/; the rest are baselines. Order: cell lines by name, then `models` in the order
+    given (default: models by name, then baselines by name). A workflow's results/ holds no truth
+    table (the oracle columns stay empty).
     """
     results = Path(results)
-    found = sorted(
-        path.parent for path in results.glob("*/*/metrics.json") if (path.parent / "predictions.tsv").is_file()
-    )
+
+    def beside(folder: Path, name: str) -> Path | None:  # the file, or its gzipped copy
+        return next((path for path in (folder / name, folder / f"{name}.gz") if path.is_file()), None)
+
+    found = sorted(path.parent for path in results.glob("*/*/metrics.json") if beside(path.parent, "predictions.tsv"))
     if not found:
         raise ResultsError(
             f"{results}: no {{cell}}/{{model}}/metrics.json with predictions.tsv beside it; "
@@ -465,19 +469,16 @@ def results_in_folder(results: Path, models: list[str] | None = None) -> list[Mo
         path = folder.parent / "windows_stats.json"
         return path if path.is_file() else None
 
-    def windows(folder: Path) -> Path | None:
-        path = folder.parent / "windows.tsv"
-        return path if path.is_file() else None
-
     entries = [
         ModelResult(
             folder.parent.name,
             folder.name,
             folder / "metrics.json",
             description(folder),
-            folder / "predictions.tsv",
+            beside(folder, "predictions.tsv"),
+            truth=beside(folder.parent, "truth.tsv"),
             windows_stats=stats(folder),
-            windows=windows(folder),
+            windows=beside(folder.parent, "windows.tsv"),
         )
         for folder in found
     ]
