@@ -5,7 +5,7 @@ import math
 import yaml
 
 from epiformer.model.configs import with_length_controls
-from epiformer.training.schedule import TRAINING_PRIORITY, token_budget, training_priorities
+from epiformer.training.schedule import ENCODING_PRIORITY, TRAINING_PRIORITY, token_budget, training_priorities
 from tests.helpers import REPO
 
 
@@ -37,3 +37,11 @@ def test_the_scale_demo_starts_the_control_and_leaves_softmax_span_for_last():
     priorities = training_priorities(models, config["train"])
     ordered = sorted(("linear_span", "linear_span_length_control", "softmax_span"), key=priorities.get)
     assert ordered == ["softmax_span", "linear_span", "linear_span_length_control"]
+
+
+def test_encoding_goes_before_every_training():
+    config = yaml.safe_load((REPO / "config" / "demo_scale.yaml").read_text())
+    priorities = training_priorities(with_length_controls(config["models"]), config["train"])
+    assert ENCODING_PRIORITY > max(priorities.values())
+    rules = (REPO / "workflow" / "rules" / "encode.smk").read_text()
+    assert rules.count("priority: ENCODING_PRIORITY") == 2  # element-window shards and span shards

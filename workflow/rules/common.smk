@@ -34,7 +34,7 @@ try:
         with_span_positions,
     )
     from epiformer.training.replicates import replicate_names
-    from epiformer.training.schedule import training_priorities
+    from epiformer.training.schedule import ENCODING_PRIORITY, training_priorities
 except ModuleNotFoundError:
     raise ModuleNotFoundError(
         "The workflow checks its settings with the epiformer package, which this Snakemake cannot import: "

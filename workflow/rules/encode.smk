@@ -11,6 +11,7 @@ rule encode:
         "logs/{cell}/encode.log",
     benchmark:
         "logs/{cell}/encode.usage.tsv"
+    priority: ENCODING_PRIORITY  # before the trainings (training.schedule)
     conda:
         "../../envs/encode.yaml"
     threads: 2
@@ -62,6 +63,7 @@ rule encode_spans:
         "logs/{cell}/encode_spans.log",
     benchmark:
         "logs/{cell}/encode_spans.usage.tsv"
+    priority: ENCODING_PRIORITY
     conda:
         "../../envs/encode.yaml"
     threads: 2

@@ -21,6 +21,11 @@ from __future__ import annotations
 import math
 
 TRAINING_PRIORITY = 10  # above every other job's (Snakemake's default 0): trainings first, then their scoring
+# Encoding shards goes before every training: it is short and every training of its kind waits on it. With
+# two threads it needs both cores free, and behind the trainings it found them only when the last span
+# model had finished (make demo-scale: the element-window shards, and the models that read them, then
+# held the run's end for a minute).
+ENCODING_PRIORITY = 1000
 
 
 def token_budget(entry: dict, train: dict) -> float:
