@@ -43,3 +43,22 @@ def test_header_only_table_is_a_page_with_no_rows(tmp_path):
     write_table_html(tmp_path / "t.tsv", tmp_path / "t.html", "Empty")
     page = (tmp_path / "t.html").read_text()
     assert "0 rows, 2 columns" in page and "<td" not in page
+
+
+def test_the_summary_view_joins_each_metric_with_its_interval_to_three_decimals(tmp_path):
+    header = "cell_line\tmodel\tkind\tinput\tbetween\tauroc\tauroc_lo\tauroc_hi\tauprc\tauprc_lo\tauprc_hi\tf1\tmcc"
+    header += (
+        "\tn_test\tpositives\treplicates\treplicate_auroc_mean\treplicate_auroc_sd\ttrain_seconds\tauroc_diff_kmer"
+    )
+    rows = [
+        "c\tm7\ttransformer\tspan\tsequence\t0.87431\t0.8165\t0.9351\t0.6274\t0.5253\t0.7808\t0.784\t-0.000165"
+        "\t250\t55\t2\t0.8702\t0.01497\t3031\t0.27",
+        "c\tkmer\tbaseline\telements\t\t0.6\t0.494\t0.714\t0.257\t0.192\t0.361\t0.341\t0.059\t250\t55\t\t\t\t\t",
+    ]
+    (tmp_path / "summary.tsv").write_text("\n".join([header, *rows]) + "\n")
+    write_table_html(tmp_path / "summary.tsv", tmp_path / "summary.html", "Summary", view="summary")
+    page = (tmp_path / "summary.html").read_text()
+    assert "<td>0.874 [0.817, 0.935]</td><td>0.627 [0.525, 0.781]</td>" in page
+    assert "<td>0.870 ± 0.015 (2)</td>" in page and '<td class="number">-0.000</td>' in page  # MCC -0.000165
+    assert "<td>0.600 [0.494, 0.714]</td>" in page and '<td class="number">3031</td>' in page
+    assert "auroc_diff_kmer" not in page and "20 columns in" in page  # the rest stays in the TSV

@@ -172,8 +172,11 @@ def test_rerun_has_nothing_to_do_and_report_shows_every_figure_with_a_caption(fi
     summary = pd.read_csv(finished / "results" / "summary.tsv", sep="\t", dtype=str)
     page = report_file(entries["results/summary.html"])
     row = summary[(summary["cell_line"] == "demo_b") & (summary["model"] == "kmer")].iloc[0]
-    cells = "<td>demo_b</td><td>kmer</td><td>baseline</td><td></td><td>elements</td><td></td>"  # between: empty
-    assert f'{cells}<td class="number">{row["auroc"]}</td>' in page
+    # The readable columns, each metric with its interval to 3 decimals; every column stays in summary.tsv.
+    cells = "<td>demo_b</td><td>kmer</td><td>baseline</td><td>elements</td><td></td>"  # between: empty
+    auroc = "{:.3f} [{:.3f}, {:.3f}]".format(*(float(row[c]) for c in ("auroc", "auroc_lo", "auroc_hi")))
+    assert f"{cells}<td>{auroc}</td>" in page
+    assert f"{len(summary.columns)} columns in results/summary.tsv" in page and "auprc_diff_kmer_lo" not in page
     description = report_description((finished / "results" / "report.html").read_text(errors="replace"))
     assert "Split by chromosome" in description  # what this run did, with the config's values:
     assert re.search(r"enhancer lies on\s+chr3 are the test split", description)

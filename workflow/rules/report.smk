@@ -32,6 +32,7 @@ rule summary_html:
         runtime=5,
     params:
         title="Test-set results of every cell line, model and baseline",
+        view="summary",  # the headline columns, rounded; every column stays in summary.tsv
     script:
         "../../scripts/table_html.py"
 
@@ -50,6 +51,7 @@ use rule summary_html as paired_comparison_html with:
         "logs/paired_comparison_html.log",
     params:
         title="Each model minus each baseline on the same test pairs (paired bootstrap 95% intervals)",
+        view="all",
 
 
 use rule summary_html as distance_bins_html with:
@@ -66,6 +68,7 @@ use rule summary_html as distance_bins_html with:
         "logs/distance_bins_html.log",
     params:
         title="AUROC and AUPRC within distance bins of the test pairs",
+        view="all",
 
 
 use rule summary_html as transfer_html with:
@@ -82,6 +85,7 @@ use rule summary_html as transfer_html with:
         "logs/transfer/{model}_html.log",
     params:
         title=lambda wildcards: f"Model {wildcards.model} trained on each cell line, tested on each",
+        view="all",
 
 
 use rule summary_html as split_audit_html with:
@@ -98,3 +102,4 @@ use rule summary_html as split_audit_html with:
         "logs/{cell}/split_audit_html.log",
     params:
         title=lambda wildcards: f"Windows shared across splits, cell line {wildcards.cell}",
+        view="all",

@@ -57,7 +57,63 @@ def table_html(table: pd.DataFrame, title: str, source: str) -> str:
     )
 
 
-def write_table_html(tsv_path: str | Path, html_path: str | Path, title: str) -> None:
-    """Write the page of the TSV at `tsv_path` to `html_path` (atomically)."""
-    page = table_html(read_table_text(tsv_path), title, str(tsv_path))
-    atomic_write_text(Path(html_path), page)
+def write_table_html(tsv_path: str | Path, html_path: str | Path, title: str, view: str = "all") -> None:
+    """Write the page of the TSV at `tsv_path` to `html_path` (atomically); `view` "summary": `summary_view`."""
+    table = read_table_text(tsv_path)
+    source = str(tsv_path)
+    if view == "summary":
+        source = f"{len(table.columns)} columns in {tsv_path}, the readable ones here, to 3 decimals"
+        table = summary_view(table)
+    atomic_write_text(Path(html_path), table_html(table, title, source))
+
+
+# summary.tsv's columns the report's summary page shows, as (heading, value column, interval columns or None).
+SUMMARY_SHOWN = (
+    ("AUROC [95% CI]", "auroc", ("auroc_lo", "auroc_hi")),
+    ("AUPRC [95% CI]", "auprc", ("auprc_lo", "auprc_hi")),
+    ("distance-matched AUROC [95% CI]", "matched_auroc", ("matched_auroc_lo", "matched_auroc_hi")),
+    ("replicates: AUROC mean ± sd", "replicate_auroc_mean", None),
+    ("F1", "f1", None),
+    ("MCC", "mcc", None),
+)
+
+
+def summary_view(table: pd.DataFrame) -> pd.DataFrame:
+    """summary.tsv (as text) as a reader takes it in: who (cell line, model, what it reads), each headline metric
+    with its interval in one cell to 3 decimals, the replicates' spread, the test pairs and the training time."""
+    who = [column for column in ("cell_line", "model", "kind", "input", "between") if column in table.columns]
+    view = table[who].copy()
+    for heading, column, interval in SUMMARY_SHOWN:
+        if column not in table.columns:
+            continue
+        if column == "replicate_auroc_mean":
+            view[heading] = [
+                _mean_sd(m, sd, n) for m, sd, n in zip(table[column], table["replicate_auroc_sd"], table["replicates"])
+            ]
+        elif interval is None:
+            view[heading] = table[column].map(_three)
+        else:
+            view[heading] = [
+                _with_interval(v, lo, hi) for v, lo, hi in zip(table[column], *(table[c] for c in interval))
+            ]
+    for column in ("n_test", "positives"):
+        view[column] = table[column]
+    if "train_seconds" in table.columns:
+        view["training (s)"] = table["train_seconds"].map(lambda value: _three(value, ".0f"))
+    return view
+
+
+def _three(text: str, spec: str = ".3f") -> str:
+    return format(float(text), spec) if text not in ("", "nan") else ""
+
+
+def _with_interval(value: str, low: str, high: str) -> str:
+    if value in ("", "nan"):
+        return ""
+    return f"{_three(value)} [{_three(low)}, {_three(high)}]" if low not in ("", "nan") else _three(value)
+
+
+def _mean_sd(mean: str, sd: str, count: str) -> str:
+    if count in ("", "nan") or int(float(count)) < 2:
+        return ""
+    return f"{_three(mean)} ± {_three(sd)} ({int(float(count))})"
