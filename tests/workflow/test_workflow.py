@@ -249,7 +249,9 @@ def test_bad_config_is_rejected_before_any_job(workdir, tmp_path):
     "sheet, message",
     [
         ("cell_line\tpairs\nx\tp.csv\n", "genome"),  # required column missing
-        ("cell_line\tpairs\tgenome\nbad name\tp.csv\tdemo\n", "bad name"),  # not usable in a path
+        ("cell_line\tpairs\tgenome\nbad name\tp.csv\tdemo\n", "cell line 'bad name' cannot name a results folder"),
+        ("cell_line\tpairs\tgenome\ncells/a\tp.csv\tdemo\n", "cell line 'cells/a' cannot name a results folder"),
+        ("cell_line\tpairs\tgenome\npooled\tp.csv\tdemo\n", "'pooled' is the name of a folder the run writes"),
         ("cell_line\tpairs\tgenome\nx\tp.csv\thg38\n", "hg38"),  # genome not configured
     ],
 )
@@ -261,6 +263,16 @@ def test_bad_sample_sheet_is_rejected_before_any_job(workdir, tmp_path, sheet, m
     run = snakemake(workdir, "-n", "--configfile", str(tmp_path / "config.yaml"))
     assert run.returncode != 0 and message in run.stdout + run.stderr
     assert "Job stats" not in run.stdout
+
+
+def test_a_model_name_that_cannot_be_a_folder_or_is_a_baselines_is_rejected_naming_it(workdir, tmp_path):
+    for name, message in (("my model", "model 'my model' cannot name a results folder"), ("kmer", "'kmer' is the")):
+        config = tiny_config()
+        config["models"][name] = config["models"]["linear"]
+        (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+        run = snakemake(workdir, "-n", "--configfile", str(tmp_path / "config.yaml"))
+        assert run.returncode != 0 and message in run.stdout + run.stderr, run.stderr[-2000:]
+        assert "Job stats" not in run.stdout
 
 
 def test_a_new_cell_line_schedules_only_its_own_jobs_and_the_aggregates(finished, tmp_path):

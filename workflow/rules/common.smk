@@ -25,7 +25,8 @@ try:
     from epiformer.data.chromosomes import fai_path, read_chrom_sizes
     from epiformer.data.splits import SplitSpec
     from epiformer.data.windows import WindowSpec
-    from epiformer.io.configfile import check_numbers
+    from epiformer.constants import BASELINES as BASELINE_NAMES
+    from epiformer.io.configfile import RESERVED_CELL_NAMES, check_folder_names, check_numbers
     from epiformer.model.configs import (
         ModelConfig,
         TrainConfig,
@@ -47,6 +48,8 @@ validate(config, schema="../schemas/config.schema.yaml")
 config["models"] = with_length_controls(config["models"], config["length_control"])
 
 samples = pd.read_csv(config["samples"], sep="\t", dtype=str, comment="#").fillna("")
+if "cell_line" in samples.columns:  # a clear message before the schema's
+    check_folder_names(samples["cell_line"], "cell line", config["samples"], RESERVED_CELL_NAMES)
 validate(samples, schema="../schemas/samples.schema.yaml")
 if samples["cell_line"].duplicated().any():
     raise ValueError(
@@ -66,6 +69,7 @@ for _row in samples.itertuples():
             f"Give yours: snakemake ... --config 'genomes={{{_row.genome}: /path/to/{_row.genome}.fa}}' "
             "(plain or bgzip FASTA), or set it in a config file."
         )
+check_folder_names(config["models"], "model", "config (models:)", BASELINE_NAMES)  # a baseline's folder too
 samples = samples.set_index("cell_line", drop=False)
 
 CELL_LINES = list(samples.index)

@@ -35,3 +35,26 @@ def check_numbers(config: dict, source: str = "config") -> None:
         raise ValueError(
             f"{source}: {key} is {written!r}, which YAML reads as text, not as a number. Write {fixed} instead."
         )
+
+
+# A cell line or model name becomes a folder (results/{cell}/{model}/) and a Snakemake wildcard value:
+# letters, digits, dot, dash and underscore, starting with a letter or digit.
+FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+# results/ folders of the run's own; a cell line of one of these names would write into them.
+RESERVED_CELL_NAMES = ("genomes", "plots", "pooled", "transfer")
+
+
+def check_folder_names(names, what: str, source: str, reserved=()) -> None:
+    """Fail naming the first of `names` (cell lines or models, from `source`) that cannot be a folder name."""
+    for name in names:
+        if not FOLDER_NAME.fullmatch(str(name)):
+            raise ValueError(
+                f"{source}: {what} {name!r} cannot name a results folder: use letters, digits, '.', '-' and '_' "
+                "only (no space or slash), starting with a letter or digit, e.g. "
+                f"{re.sub(r'[^A-Za-z0-9._-]+', '_', str(name)).strip('._-') or 'name'!r}."
+            )
+        if name in reserved:
+            raise ValueError(
+                f"{source}: {what} {name!r} is the name of a folder the run writes for itself (results/{name}/): "
+                f"rename it (reserved: {', '.join(reserved)})."
+            )

@@ -1,0 +1,24 @@
+"""epiformer.io.configfile: the config's values checked before the schema and the jobs see them."""
+
+import pytest
+
+from epiformer.io.configfile import RESERVED_CELL_NAMES, check_folder_names, check_numbers
+
+
+def test_a_number_yaml_reads_as_text_is_named_with_how_to_write_it():
+    with pytest.raises(ValueError, match=r"config: train\.learning_rate is '3e-4'.*Write 0\.0003 instead"):
+        check_numbers({"train": {"learning_rate": "3e-4", "epochs": 2}})
+    check_numbers({"train": {"learning_rate": 3.0e-4}})
+
+
+@pytest.mark.parametrize("name, fix", [("K 562", "'K_562'"), ("cells/a", "'cells_a'"), ("-x", "'x'"), ("", "'name'")])
+def test_a_name_that_cannot_be_a_folder_is_refused_naming_it_and_a_fix(name, fix):
+    with pytest.raises(ValueError, match="samples.tsv: cell line") as error:
+        check_folder_names(["GM12878", name], "cell line", "samples.tsv")
+    assert repr(name) in str(error.value) and fix in str(error.value)
+
+
+def test_a_cell_line_may_not_take_a_folder_the_run_writes_for_itself():
+    check_folder_names(["GM12878", "HeLa-S3", "IMR90.v2", "k562_rep1"], "cell line", "s.tsv", RESERVED_CELL_NAMES)
+    with pytest.raises(ValueError, match=r"'pooled' is the name of a folder the run writes .*results/pooled/"):
+        check_folder_names(["pooled"], "cell line", "s.tsv", RESERVED_CELL_NAMES)
