@@ -17,6 +17,7 @@ from epiformer.evaluation.distance import binned_metrics
 from epiformer.evaluation.plots import (
     plot_calibration,
     plot_comparison,
+    plot_cost,
     plot_distance_bins,
     plot_roc_pr,
     plot_scaling,
@@ -262,3 +263,20 @@ def test_each_model_and_baseline_keeps_one_colour_across_the_runs_figures(tmp_pa
         assert {name: colours[name] for name in names} == {name: seen["roc_pr"][name] for name in names}, figure
     assert len(set(seen["roc_pr"][name] for name in names)) == 4  # M7 and softmax apart, each baseline its own
     assert seen["roc_pr"]["distance"] == "#000000"  # the within-distance reference, black everywhere
+
+
+def test_the_cost_figure_names_each_model_in_a_legend_and_labels_several_ticks_within_one_decade(tmp_path):
+    # The default demo's trainings all take 2-6 minutes: one decade, where decade ticks alone gave a single label.
+    rows = [
+        {"cell_line": "demo_a", "model": name, "kind": "transformer", "input": "elements", "train_seconds": seconds}
+        | {"auroc": 0.9, "auroc_lo": 0.88, "auroc_hi": 0.93, "epochs_trained": 20, "oracle_auroc": 0.96}
+        for name, seconds in (("linear", 180.0), ("softmax", 228.0))
+    ]
+    pd.DataFrame(rows).to_csv(tmp_path / "summary.tsv", sep="\t", index=False)
+    png = tmp_path / "plots" / "cost.png"
+    plot_cost(tmp_path / "summary.tsv", png)
+    texts = figure_texts(png, 900, 624)
+    assert "linear (20 epochs)" in texts and "softmax (20 epochs)" in texts  # each once, in the legend
+    assert texts.count("linear (20 epochs)") == 1 and "oracle (true probabilities)" in texts
+    ticks = [text for text in texts if text.replace(".", "").isdigit()]
+    assert len([tick for tick in ticks if 1 <= float(tick) <= 10]) >= 2, texts

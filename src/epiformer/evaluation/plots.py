@@ -288,11 +288,15 @@ def plot_cost(summary_tsv: str | Path, out_png: str | Path) -> None:
     colours = palette(table["model"])
     table = table[table["kind"] == "transformer"]
     cells = list(dict.fromkeys(table["cell_line"]))
-    fig, axes = plt.subplots(1, max(1, len(cells)), figsize=(7.5 * max(1, len(cells)), 4.8), squeeze=False)
+    fig, axes = plt.subplots(1, max(1, len(cells)), figsize=(7.5 * max(1, len(cells)), 5.2), squeeze=False)
     for ax, cell in zip(axes[0], cells):
         part = table[table["cell_line"] == cell]
-        labelled = []  # (log10 minutes, AUROC) of the points labelled so far
         for entry in part.itertuples():
+            label = entry.model
+            if getattr(entry, "epochs_trained", None) is not None and entry.epochs_trained == entry.epochs_trained:
+                label += f" ({entry.epochs_trained:.3g} epochs)"  # fewer when a budget stopped it
+            # Each model named in the legend, in its colour, not beside its point: models that cost and
+            # score alike would print their names over each other and over the reference lines.
             ax.errorbar(
                 entry.train_seconds / 60,
                 entry.auroc,
@@ -300,18 +304,7 @@ def plot_cost(summary_tsv: str | Path, out_png: str | Path) -> None:
                 fmt="s" if getattr(entry, "input", "elements") == "span" else "o",
                 color=colours[entry.model],
                 capsize=3,
-            )
-            label = entry.model
-            if getattr(entry, "epochs_trained", None) is not None and entry.epochs_trained == entry.epochs_trained:
-                label += f" ({entry.epochs_trained:.3g} epochs)"  # fewer when the time budget stopped it
-            here = (np.log10(max(entry.train_seconds, 1e-3) / 60), entry.auroc)
-            # Models that cost and score alike would print their labels on top of each other: move
-            # each label away from those already there, up when its point is higher, down when lower.
-            near = [y for x, y in labelled if abs(here[0] - x) < 0.6 and abs(here[1] - y) < 0.04]
-            shift = 13 * (sum(here[1] >= y for y in near) - sum(here[1] < y for y in near))
-            labelled.append(here)
-            ax.annotate(
-                label, (entry.train_seconds / 60, entry.auroc), textcoords="offset points", xytext=(6, 4 + shift)
+                label=label,
             )
         for column, style, label in (
             ("oracle_auroc", "--", "oracle (true probabilities)"),
@@ -322,14 +315,16 @@ def plot_cost(summary_tsv: str | Path, out_png: str | Path) -> None:
         ax.axhline(0.5, color="grey", linestyle=":", linewidth=0.8)
         ax.set_xscale("log")
         minutes = part["train_seconds"].dropna() / 60
-        if len(minutes):  # room on the right for the labels
-            ax.set_xlim(minutes.min() / 2, minutes.max() * 6)
+        if len(minutes):
+            ax.set_xlim(minutes.min() / 1.5, minutes.max() * 1.5)
+        # Ticks at 1, 2 and 5 of each decade, all labelled: a run whose trainings lie within one decade
+        # (the demo's) gets several, not one.
+        ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
         ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}"))
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set(xlabel="training time (minutes, log scale)", ylabel="test AUROC (95% interval)", title=cell)
         ax.grid(alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7, loc="lower right")
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
     fig.suptitle(
         "Accuracy against training cost: circles read the element windows, squares the span;\n"
         "each model in its colour of the run's other figures",
