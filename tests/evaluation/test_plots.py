@@ -154,7 +154,7 @@ def test_transfer_heatmaps_print_the_tables_values(tmp_path):
     table.to_csv(tmp_path / "linear.tsv", sep="\t", index=False)
     png = tmp_path / "plots" / "linear.png"
     plot_transfer(tmp_path / "linear.tsv", "linear", png)
-    texts = figure_texts(png, round((2 * (2.5 + 1.4) + 1.5) * 120), round((2.5 + 1.4) * 120))
+    texts = figure_texts(png, round((2 * (2.5 + 1.4) + 1.5) * 120), round((2.5 + 1.4 + 0.6) * 120))
     for metric in ("auroc", "auprc"):
         title = texts.index(f"linear: {metric.upper()}")
         cells = [text for text in texts[:title] if text.startswith("0.")][-4:]  # the annotations, row by row
@@ -280,3 +280,20 @@ def test_the_cost_figure_names_each_model_in_a_legend_and_labels_several_ticks_w
     assert texts.count("linear (20 epochs)") == 1 and "oracle (true probabilities)" in texts
     ticks = [text for text in texts if text.replace(".", "").isdigit()]
     assert len([tick for tick in ticks if 1 <= float(tick) <= 10]) >= 2, texts
+
+
+def test_the_transfer_panels_titles_and_colour_bars_lie_inside_the_figure(tmp_path, monkeypatch):
+    import epiformer.evaluation.plots as plots
+
+    drawn = []
+    monkeypatch.setattr(plots, "save_figure", lambda fig, png: drawn.append(fig))
+    table = pd.DataFrame({"train_cell": ["a", "a", "b", "b"], "test_cell": ["a", "b", "a", "b"]})
+    table = table.assign(auroc=[0.91, 0.62, 0.48, 0.88], auprc=[0.81, 0.44, 0.3, 0.77], n_test=100, positives=25)
+    table.to_csv(tmp_path / "transfer.tsv", sep="\t", index=False)
+    plot_transfer(tmp_path / "transfer.tsv", "linear", tmp_path / "linear.png")
+    fig = drawn[0]
+    renderer = fig.canvas.get_renderer()
+    box = fig.bbox
+    for ax in fig.axes:  # two heatmaps and their two colour bars
+        extent = ax.get_tightbbox(renderer)  # the axes with its title, tick labels and axis labels
+        assert extent.y1 <= box.y1 + 1 and extent.x1 <= box.x1 + 1 and extent.x0 >= -1 and extent.y0 >= -1, ax

@@ -339,7 +339,8 @@ def plot_transfer(table_tsv: str | Path, model: str, out_png: str | Path) -> Non
     table = pd.read_csv(table_tsv, sep="\t")
     cells = list(dict.fromkeys(table["train_cell"]))
     size = 2.5 + 0.7 * len(cells)
-    fig, axes = plt.subplots(1, 2, figsize=(2 * size + 1.5, size))
+    # The square heatmaps fill the panels' height: 0.6 inch more keeps their titles inside the figure.
+    fig, axes = plt.subplots(1, 2, figsize=(2 * size + 1.5, size + 0.6))
     for ax, metric in zip(axes, ("auroc", "auprc")):
         matrix = table.pivot(index="train_cell", columns="test_cell", values=metric).loc[cells, cells]
         # AUROC on a diverging scale centred on chance, so worse-than-chance transfer shows too.
