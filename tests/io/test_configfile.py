@@ -20,5 +20,5 @@ def test_a_name_that_cannot_be_a_folder_is_refused_naming_it_and_a_fix(name, fix
 
 def test_a_cell_line_may_not_take_a_folder_the_run_writes_for_itself():
     check_folder_names(["GM12878", "HeLa-S3", "IMR90.v2", "k562_rep1"], "cell line", "s.tsv", RESERVED_CELL_NAMES)
-    with pytest.raises(ValueError, match=r"'pooled' is the name of a folder the run writes .*results/pooled/"):
+    with pytest.raises(ValueError, match=r"the cell line name 'pooled' is reserved \(results/pooled/: pooled models\)"):
         check_folder_names(["pooled"], "cell line", "s.tsv", RESERVED_CELL_NAMES)

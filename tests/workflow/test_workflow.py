@@ -251,7 +251,7 @@ def test_bad_config_is_rejected_before_any_job(workdir, tmp_path):
         ("cell_line\tpairs\nx\tp.csv\n", "genome"),  # required column missing
         ("cell_line\tpairs\tgenome\nbad name\tp.csv\tdemo\n", "cell line 'bad name' cannot name a results folder"),
         ("cell_line\tpairs\tgenome\ncells/a\tp.csv\tdemo\n", "cell line 'cells/a' cannot name a results folder"),
-        ("cell_line\tpairs\tgenome\npooled\tp.csv\tdemo\n", "'pooled' is the name of a folder the run writes"),
+        ("cell_line\tpairs\tgenome\npooled\tp.csv\tdemo\n", "'pooled' is reserved (results/pooled/"),
         ("cell_line\tpairs\tgenome\nx\tp.csv\thg38\n", "hg38"),  # genome not configured
     ],
 )
@@ -266,7 +266,10 @@ def test_bad_sample_sheet_is_rejected_before_any_job(workdir, tmp_path, sheet, m
 
 
 def test_a_model_name_that_cannot_be_a_folder_or_is_a_baselines_is_rejected_naming_it(workdir, tmp_path):
-    for name, message in (("my model", "model 'my model' cannot name a results folder"), ("kmer", "'kmer' is the")):
+    for name, message in (
+        ("my model", "model 'my model' cannot name a results folder"),
+        ("kmer", "the model name 'kmer' is reserved"),
+    ):
         config = tiny_config()
         config["models"][name] = config["models"]["linear"]
         (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))

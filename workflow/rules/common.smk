@@ -69,7 +69,12 @@ for _row in samples.itertuples():
             f"Give yours: snakemake ... --config 'genomes={{{_row.genome}: /path/to/{_row.genome}.fa}}' "
             "(plain or bgzip FASTA), or set it in a config file."
         )
-check_folder_names(config["models"], "model", "config (models:)", BASELINE_NAMES)  # a baseline's folder too
+check_folder_names(  # a model's folder beside the baselines'
+    config["models"],
+    "model",
+    "config (models:)",
+    {name: f"results/{{cell}}/{name}/: the {name} baseline" for name in BASELINE_NAMES},
+)
 samples = samples.set_index("cell_line", drop=False)
 
 CELL_LINES = list(samples.index)
@@ -227,12 +232,6 @@ for _genome, _fasta in config["genomes"].items():
     # workflow is checked by the windows job).
     if _genome in set(samples["genome"]) and fai_path(_fasta).is_file():
         SplitSpec.from_config(config["split"]).check(read_chrom_sizes(fai_path(_fasta)), f"genome {_genome} ({_fasta})")
-for _reserved, _holds in {"pooled": "pooled models", "genomes": "each genome's store"}.items():
-    if _reserved in CELL_LINES:
-        raise ValueError(
-            f"{config['samples']}: the cell line name {_reserved!r} is reserved (results/{_reserved}/ holds {_holds}); "
-            "rename that cell line."
-        )
 
 
 def sequence_only_twin(name):

@@ -40,12 +40,19 @@ def check_numbers(config: dict, source: str = "config") -> None:
 # A cell line or model name becomes a folder (results/{cell}/{model}/) and a Snakemake wildcard value:
 # letters, digits, dot, dash and underscore, starting with a letter or digit.
 FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-# results/ folders of the run's own; a cell line of one of these names would write into them.
-RESERVED_CELL_NAMES = ("genomes", "plots", "pooled", "transfer")
+# results/ folders of the run's own, and what they hold; a cell line of one of these names would write into them.
+RESERVED_CELL_NAMES = {
+    "genomes": "results/genomes/: each genome's store",
+    "plots": "results/plots/: the run's figures",
+    "pooled": "results/pooled/: pooled models",
+    "transfer": "results/transfer/: the transfer tables",
+}
 
 
-def check_folder_names(names, what: str, source: str, reserved=()) -> None:
-    """Fail naming the first of `names` (cell lines or models, from `source`) that cannot be a folder name."""
+def check_folder_names(names, what: str, source: str, reserved: dict | None = None) -> None:
+    """Fail naming the first of `names` (cell lines or models, from `source`) that cannot be a folder name, or that
+    is `reserved` (name -> the folder it would share and what that holds)."""
+    reserved = reserved or {}
     for name in names:
         if not FOLDER_NAME.fullmatch(str(name)):
             raise ValueError(
@@ -54,7 +61,4 @@ def check_folder_names(names, what: str, source: str, reserved=()) -> None:
                 f"{re.sub(r'[^A-Za-z0-9._-]+', '_', str(name)).strip('._-') or 'name'!r}."
             )
         if name in reserved:
-            raise ValueError(
-                f"{source}: {what} {name!r} is the name of a folder the run writes for itself (results/{name}/): "
-                f"rename it (reserved: {', '.join(reserved)})."
-            )
+            raise ValueError(f"{source}: the {what} name {name!r} is reserved ({reserved[name]}); rename that {what}.")
