@@ -10,10 +10,10 @@ plan does not know): a model entry's `train_first: true` starts it before every 
 (make demo-long's softmax_span: its 0.83 M tokens take as long as M7's 50 M, and its scoring,
 started last, held the run's end for about 13 minutes on one core while the other idled).
 
-In `make demo-scale` (two cores) this puts the control (32 min) and a replicate (27) first, then the
-other replicate and softmax_span (2 M tokens, 16 min) beside each other: 54 minutes of training
+In `make demo-scale` (two cores) this puts the control (27 min) and a replicate (28) first, then the
+other replicate (28) and softmax_span (2 M tokens, 18 min) beside each other: 56 minutes of training
 where starting softmax_span first, as this order did before, paired the control with a replicate
-and took 59 (docs/demo_scale.md). Torch-free: the workflow's plan calls it.
+and took 59 (docs/results/demo_scale.md). Torch-free: the workflow's plan calls it.
 """
 
 from __future__ import annotations
