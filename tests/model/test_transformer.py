@@ -792,3 +792,92 @@ def test_without_positions_a_span_is_its_tokens_and_segments_whatever_their_orde
     before = model(span=span, segment=segment, span_valid=valid)
     after = model(span=swapped, segment=segment, span_valid=valid)
     assert torch.allclose(before, after, atol=1e-6) == same
+
+
+def fine_element_model(element_patch=2, seed=0, attention="linear"):
+    """A span model at 8 bases a token over the between-sequence and `element_patch` over each element."""
+    torch.manual_seed(seed)
+    config = ModelConfig(
+        attention=attention, input="span", d_model=16, n_heads=2, d_ff=32, patch_size=8, kernel_size=5, dropout=0.0,
+        stem="conv_exp", patch_pool="softmax", pool="max", element_pool=True, zero_init=True, positions="none",
+        element_patch_size=element_patch,
+    )  # fmt: skip
+    return EPITransformer(config).eval()
+
+
+def test_element_bases_cut_each_element_from_its_span_whichever_end_it_lies_at():
+    from epiformer.model.transformer import element_bases
+
+    span = one_hot(3, 40, 11)
+    segment = torch.full((3, 40), 2)
+    segment[0, :8], segment[0, 30:] = 0, 1  # enhancer first
+    segment[1, :6], segment[1, 30:] = 1, 0  # promoter first (a reverse-complemented span), a longer enhancer
+    segment[2, :8], segment[2, 20:28] = 0, 1  # a span padded after its promoter (bases 28 on are padding)
+    valid = torch.ones(3, 40, dtype=torch.bool)
+    valid[0, 3] = False  # an N in the first enhancer
+    valid[2, 28:] = False
+    bases, cut_valid = element_bases(span, segment, valid, 0)
+    assert bases.shape == (3, 10, 4)  # the longest enhancer in the batch: 10 bases
+    torch.testing.assert_close(bases[0, :8], span[0, :8] * valid[0, :8, None])
+    torch.testing.assert_close(bases[1], span[1, 30:])
+    # Bases past a row's own element are padding: invalid and zero, never the sequence after it.
+    assert cut_valid[0].tolist() == [True] * 3 + [False] + [True] * 4 + [False] * 2
+    assert cut_valid[2].tolist() == [True] * 8 + [False] * 2 and not bases[2, 8:].any()
+    promoter, promoter_valid = element_bases(span, segment, valid, 1)
+    torch.testing.assert_close(promoter[1, :6], span[1, :6])
+    torch.testing.assert_close(promoter[2], span[2, 20:30] * promoter_valid[2, :, None])
+    assert promoter_valid.sum(dim=1).tolist() == [10, 6, 8]
+
+
+def test_each_element_is_pooled_from_its_fine_tokens_and_the_whole_from_the_coarse_ones():
+    """With blocks that start as the identity the head reads, per element, the max over the element stem's tokens
+    of the element window alone (plus the segment row, normalised), and over all, the coarse stem's tokens."""
+    model = fine_element_model(element_patch=2)
+    span, segment, valid = span_input(64, 5, 16, 48)  # enhancer 0-15, between 16-47, promoter 48-63
+    seen = {}
+    model.head.register_forward_pre_hook(lambda module, args: seen.update(head_in=args[0]))
+    model(span=span, segment=segment, span_valid=valid)
+    rows = model.segment.weight
+    fine = []
+    for index, (start, stop) in enumerate([(0, 16), (48, 64)]):
+        window = span[:, start:stop]
+        tokens, _ = model.element_tokenizer(window, torch.ones(window.shape[:2], dtype=torch.bool))
+        assert tokens.shape[1] == 8  # 16 bases at 2 a token
+        fine.append(model.norm(tokens * 4.0 + rows[index])[0])  # sqrt(d_model) = 4
+        torch.testing.assert_close(seen["head_in"][0, 16 * (index + 1) : 16 * (index + 2)], fine[-1].amax(dim=0))
+    # The pool of all tokens reads the coarse stem's tokens over the whole span, as without fine elements.
+    coarse, _ = model.tokenizer(span, valid)
+    token_rows = rows[[0, 0, 2, 2, 2, 2, 1, 1]]  # 8 bases a token: enhancer, between, promoter
+    torch.testing.assert_close(seen["head_in"][0, :16], model.norm(coarse[0] * 4.0 + token_rows).amax(dim=0))
+
+
+@pytest.mark.parametrize("attention", ATTENTIONS)
+def test_a_span_with_fine_elements_padded_in_a_batch_of_longer_spans_scores_as_alone(attention):
+    model = fine_element_model(element_patch=4, attention=attention)
+    for block in model.blocks:  # blocks that do something, so that attention across the padding would show
+        for parameter in block.parameters():
+            torch.nn.init.normal_(parameter, std=0.2)
+    short, long = span_input(37, 1, 8, 29), span_input(64, 2, 12, 52)
+    alone = model(span=short[0], segment=short[1], span_valid=short[2])
+    padded = [
+        torch.cat([torch.nn.functional.pad(s, (0, 0, 0, 27) if s.dim() == 3 else (0, 27)), other])
+        for s, other in zip(short, long)
+    ]
+    padded[1][0, 37:] = 2  # padding is between-segment, as SpanBatches writes it
+    together = model(span=padded[0], segment=padded[1], span_valid=padded[2])
+    torch.testing.assert_close(together[0], alone[0], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        together[1], model(span=long[0], segment=long[1], span_valid=long[2])[0], atol=1e-5, rtol=1e-5
+    )
+
+
+def test_element_patch_size_is_for_span_models_and_a_patch_their_stem_can_read():
+    with pytest.raises(ValueError, match="needs input: span"):
+        ModelConfig(element_patch_size=4)
+    with pytest.raises(ValueError, match="element_patch_size 4: stem conv_tower .* not 4"):
+        ModelConfig(input="span", stem="conv_tower", patch_size=128, element_patch_size=4)
+    with pytest.raises(ValueError, match=r"element_patch_size 4: kernel_size \(2\) must be >= patch_size \(4\)"):
+        ModelConfig(input="span", patch_size=2, kernel_size=2, element_patch_size=4)
+    with pytest.raises(ValueError, match="0 \\(off\\) or more"):
+        ModelConfig(input="span", element_patch_size=-1)
+    assert EPITransformer(ModelConfig(input="span", d_model=16, n_heads=2)).element_tokenizer is None

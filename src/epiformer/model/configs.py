@@ -8,7 +8,7 @@ fails before any job runs, not hours later when training starts.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from epiformer.constants import BETWEEN
 
@@ -63,6 +63,9 @@ class ModelConfig:
     stem: str = "linear"
     pool: str = "mean"  # "mean" (M7), "max" or "softmax" over valid tokens (POOLS)
     element_pool: bool = False  # the head also reads each element's tokens pooled on their own
+    # Span models: the two element windows read at this many bases a token by a stem of their own, in place of
+    # the span's coarse tokens over them; the between-sequence keeps patch_size (0: one patch size for all)
+    element_patch_size: int = 0
     # Conv stems: each filter's responses within a patch (conv_tower: within its first stage's 8 bp) pooled by
     # "max" or "softmax" (PATCH_POOLS; a learned sharpness per filter, starting at 2, as Enformer's pooling)
     patch_pool: str = "max"
@@ -104,6 +107,8 @@ class ModelConfig:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         if self.max_positions < 0:
             raise ValueError(f"max_positions must be 0 or more, not {self.max_positions}")
+        if self.element_patch_size:
+            self.check_element_patch_size()
         # conv_tower's kernel_size is its first stage's, pooled over TOWER_FIRST_POOL bases, not over the patch.
         tower = self.stem == "conv_tower"
         if tower and not (self.patch_size >= TOWER_FIRST_POOL and self.patch_size & (self.patch_size - 1) == 0):
@@ -114,6 +119,22 @@ class ModelConfig:
         # A conv stem's kernel is its filters' width, pooled over the patch: any width reads any patch.
         if self.stem == "linear" and self.kernel_size < self.patch_size:
             raise ValueError(f"kernel_size ({self.kernel_size}) must be >= patch_size ({self.patch_size})")
+
+    def check_element_patch_size(self) -> None:
+        """element_patch_size: for span models only, and a patch the stem can read (as for patch_size)."""
+        if self.input != "span":
+            raise ValueError(f"element_patch_size {self.element_patch_size} reads a span's elements: needs input: span")
+        if self.element_patch_size < 0:
+            raise ValueError(f"element_patch_size must be 0 (off) or more, not {self.element_patch_size}")
+        try:
+            self.element_stem()
+        except ValueError as error:
+            raise ValueError(f"element_patch_size {self.element_patch_size}: {error}") from None
+
+    def element_stem(self) -> ModelConfig:
+        """The stem settings of a span model's element tokens: its own, at element_patch_size bases a token."""
+        fine = {"patch_size": self.element_patch_size, "element_patch_size": 0}
+        return replace(self, **fine, input="elements", between="sequence")
 
     def to_dict(self) -> dict:
         return asdict(self)

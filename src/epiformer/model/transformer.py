@@ -26,7 +26,9 @@ them; `softmax`, its values weighted by softmax(sharpness x value)), and a small
 linear stem and the mean; the other choices exist for spans, where a mean over thousands of tokens
 drowns a few sites. With `element_pool: true` the head also reads each element's tokens pooled on
 their own (the pooled whole, then the enhancer, then the promoter, joined), so it knows which
-element holds which motif, which a pool over a span of background sequence blurs. A distance-aware
+element holds which motif, which a pool over a span of background sequence blurs; with `element_patch_size`
+a span model reads each element window also at fine tokens from filters of its own, joined to the span's
+tokens without positions, and each element's pool reads those. A distance-aware
 model joins `distance_features` (log distance, and whether the pair is across chromosomes) to the
 pooled representation before the head: genomic distance is the strongest single predictor of
 enhancer-promoter contact, and the sequence cannot tell it; a linear term of the same features is
@@ -553,6 +555,10 @@ class EPITransformer(nn.Module):
         # A direct linear path from distance to the logit, as in the distance baseline: the
         # monotone effect is learned at once, the head learns how sequence modifies it.
         self.distance_logit = nn.Linear(DISTANCE_FEATURES, 1) if config.distance else None
+        # A span's elements at fine tokens from filters of their own: the elements' motifs and the
+        # between-sequence's borders ask for different resolutions (docs/demo_scale.md). Made last, so
+        # that the rest of the model starts from the weights it has without them.
+        self.element_tokenizer = Tokenizer(config.element_stem()) if config.element_patch_size else None
 
     def embed(self, onehot: torch.Tensor, valid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Tokens with positions along the sequence (no segment yet) [B, T, D], and valid tokens [B, T]."""
@@ -577,17 +583,18 @@ class EPITransformer(nn.Module):
         span_valid=None,
     ) -> torch.Tensor:
         """Logits [B] from the two elements, or from a span (`span`, `segment`, `span_valid`): module docstring."""
+        fine = None  # span models with element_patch_size: which tokens are the elements' own
         if self.config.input == "span":
-            x, valid, padding, token_segment = self.span_tokens(span, segment, span_valid)
+            x, valid, padding, token_segment, fine = self.span_tokens(span, segment, span_valid)
         else:
             x, valid, padding, token_segment = self.join_elements(enhancer, promoter, enhancer_valid, promoter_valid)
         recompute = recomputing(x.shape[0] * x.shape[1])
         for block in self.blocks:
             x = block(x, padding, recompute)
         x = self.norm(x)
-        pooled = self.pool(x, valid)  # (B, D)
+        pooled = self.pool(x, valid & ~fine if fine is not None else valid)  # (B, D)
         if self.config.element_pool:  # (B, 3D): the whole, the enhancer's tokens, the promoter's
-            elements = [self.pool(x, valid & (token_segment == SEGMENT_IDS[name])) for name in ELEMENTS]
+            elements = [self.pool(x, valid & self.element_tokens(token_segment, fine, name)) for name in ELEMENTS]
             pooled = torch.cat([pooled, *elements], dim=-1)
         if self.config.distance:
             if distance is None:
@@ -617,10 +624,32 @@ class EPITransformer(nn.Module):
             raise ValueError("this model reads spans (input: span) and needs span, segment and span_valid")
         x, valid = self.embed(span, span_valid)
         token_segment = segment[:, :: self.tokenizer.patch]  # (B, T): a token's segment is its first base's
+        fine = None
+        if self.element_tokenizer is not None:
+            x, valid, token_segment, fine = self.with_fine_elements(x, valid, token_segment, span, segment, span_valid)
         # As a product with the one-hot segments, not an embedding lookup: with three rows and
         # thousands of tokens, the lookup's backward (a scatter into three rows) is the slower.
         x = x + F.one_hot(token_segment, self.segment.num_embeddings).to(x.dtype) @ self.segment.weight
-        return x, valid, ~valid, token_segment  # spans of one batch differ in length and may hold gaps
+        return x, valid, ~valid, token_segment, fine  # spans of one batch differ in length and may hold gaps
+
+    def with_fine_elements(self, x, valid, token_segment, span, segment, span_valid):
+        """The span's tokens [B, T, D] with each element's own tokens, at element_patch_size bases and without
+        positions, appended: [B, T + Te + Tp, D], valid tokens, segments, and which tokens are the appended."""
+        parts, valids, segments = [x], [valid], [token_segment]
+        for name in ELEMENTS:
+            bases, bases_valid = element_bases(span, segment, span_valid, SEGMENT_IDS[name])
+            tokens, tokens_valid = self.element_tokenizer(bases, bases_valid)
+            parts.append(tokens * math.sqrt(tokens.shape[-1]))  # scaled as `embed` scales the span's
+            valids.append(tokens_valid)
+            segments.append(torch.full_like(tokens_valid, SEGMENT_IDS[name], dtype=torch.long))
+        fine = torch.cat([torch.zeros_like(valid), *(torch.ones_like(v) for v in valids[1:])], dim=1)
+        return torch.cat(parts, dim=1), torch.cat(valids, dim=1), torch.cat(segments, dim=1), fine
+
+    @staticmethod
+    def element_tokens(token_segment, fine, name: str) -> torch.Tensor:
+        """[B, T] the tokens an element's pool reads: its segment's (with fine element tokens, only those)."""
+        mine = token_segment == SEGMENT_IDS[name]
+        return mine if fine is None else mine & fine
 
     def join_elements(self, enhancer, promoter, enhancer_valid, promoter_valid):
         """Both elements' tokens joined [B, T, D], valid tokens [B, T], the padding mask (or None), segments [B, T]."""
@@ -644,6 +673,21 @@ class EPITransformer(nn.Module):
             dim=1,
         )
         return x, valid, ~valid if masked else None, token_segment
+
+
+def element_bases(span, segment, span_valid, segment_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """One element's bases [B, W, 4] and their valid mask [B, W] cut from each span: the run of `segment_id`
+    bases from its first, W the longest in the batch (shorter rows padded, invalid). An element is one run
+    (data.spans); a base of another segment inside the cut is invalid, so nothing else is read as the element."""
+    inside = segment == segment_id  # (B, L)
+    counts = inside.sum(dim=1)  # (B,)
+    starts = inside.to(torch.uint8).argmax(dim=1)  # (B,): the first base of the run (0 when a row has none)
+    width = max(int(counts.max()), 1)
+    offsets = torch.arange(width, device=span.device)
+    index = (starts[:, None] + offsets).clamp_(max=span.shape[1] - 1)  # (B, W)
+    cut_valid = torch.gather(span_valid & inside, 1, index) & (offsets < counts[:, None])
+    bases = torch.gather(span, 1, index[..., None].expand(-1, -1, span.shape[2]))
+    return bases * cut_valid[..., None].to(bases.dtype), cut_valid
 
 
 def recomputing(tokens: int) -> bool:
