@@ -47,9 +47,9 @@ def test_model_defaults_are_the_schema_defaults():
     schema = schema_defaults(SCHEMA["models"]["additionalProperties"])
     fields = {field.name: field.default for field in dataclasses.fields(ModelConfig)}
     # attention is required in the config; input, stem, pool, element_pool, between, patch_pool, zero_init,
-    # positions and element_patch_size have no schema default, so that adding them left every trained model's settings (and so the
-    # workflow's params, and results) as they were; max_positions is not a config key: the workflow derives it
-    # from windows.max_span (configs.with_span_positions)
+    # positions and element_patch_size have no schema default, so that adding them left every trained model's
+    # settings (and so the workflow's params, and results) as they were; max_positions is not a config key: the
+    # workflow derives it from windows.max_span (configs.with_span_positions)
     unset = {"attention", "input", "stem", "pool", "element_pool", "between", "max_positions"}
     unset |= {"patch_pool", "zero_init", "positions", "element_patch_size"}
     assert set(schema) - {"pooled"} == set(fields) - unset

@@ -827,6 +827,16 @@ def test_element_bases_cut_each_element_from_its_span_whichever_end_it_lies_at()
     torch.testing.assert_close(promoter[1, :6], span[1, :6])
     torch.testing.assert_close(promoter[2], span[2, 20:30] * promoter_valid[2, :, None])
     assert promoter_valid.sum(dim=1).tolist() == [10, 6, 8]
+    # A row without the segment cuts nothing valid; a batch without it, one invalid base a row; a cut that
+    # would run past the span's end stays inside it (its extra bases invalid).
+    ends = torch.full((3, 12), 2)
+    ends[0, :5], ends[1, 9:] = 0, 0  # enhancers of 5 bases (with the N at 3) and of the last 3; none in row 3
+    bases, cut_valid = element_bases(span[:, :12], ends, valid[:, :12], 0)
+    assert cut_valid.tolist() == [[True] * 3 + [False, True], [True] * 3 + [False] * 2, [False] * 5]
+    torch.testing.assert_close(bases[1, :3], span[1, 9:12])
+    assert not bases[1, 3:].any() and not bases[2].any()
+    empty_bases, empty_valid = element_bases(span[:2, :12], torch.full((2, 12), 2), valid[:2, :12], 1)
+    assert empty_bases.shape == (2, 1, 4) and not empty_valid.any() and not empty_bases.any()
 
 
 def test_each_element_is_pooled_from_its_fine_tokens_and_the_whole_from_the_coarse_ones():
@@ -875,9 +885,11 @@ def test_element_patch_size_is_for_span_models_and_a_patch_their_stem_can_read()
     with pytest.raises(ValueError, match="needs input: span"):
         ModelConfig(element_patch_size=4)
     with pytest.raises(ValueError, match="element_patch_size 4: stem conv_tower .* not 4"):
-        ModelConfig(input="span", stem="conv_tower", patch_size=128, element_patch_size=4)
+        ModelConfig(input="span", stem="conv_tower", patch_size=128, element_pool=True, element_patch_size=4)
     with pytest.raises(ValueError, match=r"element_patch_size 4: kernel_size \(2\) must be >= patch_size \(4\)"):
-        ModelConfig(input="span", patch_size=2, kernel_size=2, element_patch_size=4)
+        ModelConfig(input="span", patch_size=2, kernel_size=2, element_pool=True, element_patch_size=4)
     with pytest.raises(ValueError, match="0 \\(off\\) or more"):
-        ModelConfig(input="span", element_patch_size=-1)
+        ModelConfig(input="span", element_pool=True, element_patch_size=-1)
+    with pytest.raises(ValueError, match="needs element_pool: true"):
+        ModelConfig(input="span", element_patch_size=4)
     assert EPITransformer(ModelConfig(input="span", d_model=16, n_heads=2)).element_tokenizer is None

@@ -63,8 +63,8 @@ class ModelConfig:
     stem: str = "linear"
     pool: str = "mean"  # "mean" (M7), "max" or "softmax" over valid tokens (POOLS)
     element_pool: bool = False  # the head also reads each element's tokens pooled on their own
-    # Span models: the two element windows read at this many bases a token by a stem of their own, in place of
-    # the span's coarse tokens over them; the between-sequence keeps patch_size (0: one patch size for all)
+    # Span models: each element window also read at this many bases a token by a stem of its own, those tokens
+    # joined to the span's (patch_size) and read by each element's pool (element_pool); 0: the span's tokens only
     element_patch_size: int = 0
     # Conv stems: each filter's responses within a patch (conv_tower: within its first stage's 8 bp) pooled by
     # "max" or "softmax" (PATCH_POOLS; a learned sharpness per filter, starting at 2, as Enformer's pooling)
@@ -124,6 +124,11 @@ class ModelConfig:
         """element_patch_size: for span models only, and a patch the stem can read (as for patch_size)."""
         if self.input != "span":
             raise ValueError(f"element_patch_size {self.element_patch_size} reads a span's elements: needs input: span")
+        if not self.element_pool:
+            raise ValueError(
+                f"element_patch_size {self.element_patch_size} gives each element's pool its own tokens: "
+                "it needs element_pool: true"
+            )
         if self.element_patch_size < 0:
             raise ValueError(f"element_patch_size must be 0 (off) or more, not {self.element_patch_size}")
         try:

@@ -619,7 +619,8 @@ class EPITransformer(nn.Module):
         return (x * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1)
 
     def span_tokens(self, span, segment, span_valid):
-        """A span's tokens [B, T, D] (segments embedded), valid tokens [B, T], the padding mask, segments [B, T]."""
+        """A span's tokens [B, T, D] (segments embedded), valid tokens [B, T], the padding mask, segments [B, T],
+        and which tokens are the elements' own (element_patch_size; None without)."""
         if span is None or segment is None or span_valid is None:
             raise ValueError("this model reads spans (input: span) and needs span, segment and span_valid")
         x, valid = self.embed(span, span_valid)
