@@ -126,6 +126,19 @@ def summary_rows(cell, oracle):
     ]
 
 
+def test_comparison_draws_the_oracle_inside_its_panel_not_on_the_frame(tmp_path, monkeypatch):
+    import epiformer.evaluation.plots as plots
+
+    drawn = {}
+    monkeypatch.setattr(plots, "save_figure", lambda fig, png: drawn.setdefault(png.name, fig))
+    summary = tmp_path / "summary.tsv"
+    pd.DataFrame(summary_rows("cell_x", 0.97)).to_csv(summary, sep="\t", index=False)  # intervals end at 0.94
+    plot_comparison(summary, tmp_path / "comparison.png")
+    auroc = drawn["comparison.png"].axes[0]
+    low, high = auroc.get_xlim()
+    assert low < 0.45 and high >= 0.97 + 0.01  # every interval, and the oracle clear of the right edge
+
+
 def test_comparison_has_a_row_of_panels_per_cell_line_naming_each_model(tmp_path):
     summary = tmp_path / "summary.tsv"
     pd.DataFrame(summary_rows("cell_x", 0.97) + summary_rows("cell_y", None)).to_csv(summary, sep="\t", index=False)

@@ -13,7 +13,7 @@ from tests.helpers import REPO, TINY_MODEL, copy_workflow, job_counts, run_workf
 
 SCALE_MODEL = {**TINY_MODEL, "attention": "linear", "input": "span", "patch_size": 128, "kernel_size": 19}
 SCALE_MODEL.update(stem="conv_exp", patch_pool="softmax", zero_init=True, positions="none")
-SCALE_MODEL.update(pool="max", element_pool=True)
+SCALE_MODEL.update(pool="max", element_pool=True, element_patch_size=4)
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +49,10 @@ def test_the_scale_demo_runs_with_spans_of_real_length_and_every_span_model_besi
         description = json.loads((scale_run / "demo_scale" / model / "model.json").read_text())
         assert description["token_budget_reached"] and description["tokens_trained"] >= 100_000
         assert 2 < description["epochs_trained"] < 10
-        model_settings = {key: description["model"][key] for key in ("patch_size", "stem", "patch_pool", "positions")}
-        assert model_settings == {"patch_size": 128, "stem": "conv_exp", "patch_pool": "softmax", "positions": "none"}
+        keys = ("patch_size", "stem", "patch_pool", "positions", "element_patch_size")
+        model_settings = {key: description["model"][key] for key in keys}
+        shipped = {"patch_size": 128, "stem": "conv_exp", "patch_pool": "softmax", "positions": "none"}
+        assert model_settings == {**shipped, "element_patch_size": 4}  # the control reads its elements as the model
 
 
 def test_the_shipped_overlay_plans_the_span_models_their_control_and_the_rest(tmp_path):

@@ -254,12 +254,9 @@ def plot_comparison(summary_tsv: str | Path, out_png: str | Path) -> None:
             if metric == "auroc":
                 ax.axvline(0.5, color="grey", linestyle=":", label="chance")
                 if "oracle_auroc" in part and part["oracle_auroc"].notna().any():
-                    ax.axvline(
-                        part["oracle_auroc"].dropna().iloc[0],
-                        color="tab:green",
-                        linestyle="--",
-                        label="oracle (true probabilities)",
-                    )
+                    oracle = part["oracle_auroc"].dropna().iloc[0]
+                    ax.axvline(oracle, color="tab:green", linestyle="--", label="oracle (true probabilities)")
+                    keep_inside(ax, oracle)
             else:
                 ax.axvline(
                     part["positives"].iloc[0] / part["n_test"].iloc[0],
@@ -275,6 +272,13 @@ def plot_comparison(summary_tsv: str | Path, out_png: str | Path) -> None:
     fig.suptitle("Transformers (circles) against baselines (diamonds), held-out test pairs")
     fig.tight_layout(rect=(0, 0, 1, 0.99))  # keep the title clear of the first row's panel titles
     save_figure(fig, out_png)
+
+
+def keep_inside(ax, x: float, margin: float = 0.02) -> None:
+    """Widen the x-axis so that a reference line at `x` lies inside it, not on its edge (axvline extends the
+    limits to the line exactly, where the frame hides it)."""
+    low, high = ax.get_xlim()
+    ax.set_xlim(min(low, x - margin), max(high, x + margin))
 
 
 def plot_cost(summary_tsv: str | Path, out_png: str | Path) -> None:
