@@ -26,13 +26,12 @@ from pathlib import Path
 import pandas as pd
 import yaml
 from long_demo_breakdown import breakdown
-from long_demo_run import results_dir, truth_path
+from long_demo_run import results_dir, train_settings, truth_path
 
 from epiformer.model.configs import ModelConfig, TrainConfig, architecture
 from epiformer.training.train import train_model
 
-BASE_CONFIG = Path(__file__).resolve().parents[1] / "config" / "config.yaml"
-SCALE_CONFIG = BASE_CONFIG.with_name("demo_scale.yaml")
+SCALE_CONFIG = Path(__file__).resolve().parents[1] / "config" / "demo_scale.yaml"
 CELL = "demo_scale"
 
 
@@ -42,13 +41,9 @@ def model_settings(element_patch: int) -> ModelConfig:
     return ModelConfig(**{**entry, "element_patch_size": element_patch})
 
 
-def train_settings(seed: int, threads: int) -> TrainConfig:
-    """The scale demo's `train:` over config/config.yaml's and `augment.reverse_complement`, as the workflow
-    builds them (workflow/rules/common.smk), with this seed and threads."""
-    base, overlay = (yaml.safe_load(path.read_text()) for path in (BASE_CONFIG, SCALE_CONFIG))
-    flip = {**base["augment"], **overlay.get("augment", {})}["reverse_complement"]
-    settings = {**base["train"], **overlay["train"], "seed": seed, "threads": threads, "reverse_complement": flip}
-    return TrainConfig(**settings)
+def train_config(seed: int, threads: int) -> TrainConfig:
+    """The scale demo's training settings as the workflow resolves them, with this seed and threads."""
+    return TrainConfig(**{**train_settings(SCALE_CONFIG), "seed": seed, "threads": threads})
 
 
 def one_run(run: Path, element_patch: int, seed: int, threads: int, workdir: Path) -> pd.DataFrame:
@@ -57,7 +52,7 @@ def one_run(run: Path, element_patch: int, seed: int, threads: int, workdir: Pat
     shards = results_dir(run, CELL) / "span_shards"
     out = workdir / f"p{element_patch}-s{seed}"
     train_model(
-        shards, model_settings(element_patch), train_settings(seed, threads), out, out.parent / f"{out.name}-ckpt"
+        shards, model_settings(element_patch), train_config(seed, threads), out, out.parent / f"{out.name}-ckpt"
     )
     log = pd.read_csv(out / "train_log.tsv", sep="\t")
     truth = pd.read_csv(truth_path(run, CELL), sep="\t").drop(columns="label")

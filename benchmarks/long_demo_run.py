@@ -25,6 +25,15 @@ def span_model_settings() -> dict:
     return {key: value for key, value in entry.items() if key != "attention"}
 
 
+def train_settings(overlay: Path) -> dict:
+    """TrainConfig keywords of a demo overlay on config/config.yaml, as the workflow resolves them: the two
+    `train:` blocks layered, with `augment.reverse_complement` (workflow/rules/common.smk)."""
+    base, top = (yaml.safe_load(path.read_text()) for path in (overlay.parent / "config.yaml", overlay))
+    train = {**base["train"], **top.get("train", {})}
+    train["reverse_complement"] = {**base["augment"], **top.get("augment", {})}["reverse_complement"]
+    return train
+
+
 def truth_path(run: Path, cell: str = CELL) -> Path:
     """The generator's truth table of a demo run (the long demo's, or `cell`'s: demo_scale writes the same)."""
     return run / "resources" / cell / f"{cell}.truth.tsv"

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
-from long_demo_run import LONG_DEMO_CONFIG, results_dir, span_model_settings, truth_path
+from long_demo_run import LONG_DEMO_CONFIG, results_dir, span_model_settings, train_settings, truth_path
 from sklearn.metrics import roc_auc_score
 
 FOUND_WITHIN = 0.05  # of the oracle AUROC: the issue's bar for "found the insulator"
@@ -40,8 +40,7 @@ def recipe() -> tuple[dict, dict, int]:
     """The span model's settings, the train: block and windows.max_span, as the workflow resolves them."""
     base = yaml.safe_load((LONG_DEMO_CONFIG.parent / "config.yaml").read_text())
     overlay = yaml.safe_load(LONG_DEMO_CONFIG.read_text())
-    train = {**base["train"], **overlay.get("train", {})}
-    train["reverse_complement"] = {**base["augment"], **overlay.get("augment", {})}["reverse_complement"]
+    train = train_settings(LONG_DEMO_CONFIG)
     model = {"attention": "linear", **span_model_settings()}
     return model, train, {**base["windows"], **overlay["windows"]}["max_span"]
 
