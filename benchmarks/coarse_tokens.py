@@ -9,7 +9,7 @@ bases (262,144: a real enhancer-promoter distance), one thread, for each stem an
 - 32 and 128 bp a token by `conv_exp` with filters as wide as the patch (what reached a coarse
   token before: its cost grows with the patch);
 - 32 and 128 bp a token by `conv_exp` with 19-wide filters (a CTCF site), pooled by max and by
-  `patch_pool: softmax` (each patch's responses computed 8 bases at a time, `RESPONSE_BLOCK`);
+  `patch_pool: softmax` (each patch's responses computed a few bases at a time, `RESPONSE_BLOCK`);
 - 32 and 128 bp a token by `conv_tower` (11-wide exp filters pooled over 8 bp, then stages of
   convolution and pooling);
 - 128 bp softmax-pooled again with its backward pass computing each chunk's responses anew

@@ -54,7 +54,11 @@ ATTENTION = {"linear": linear_attention, "softmax": softmax_attention}
 
 
 POSITION_BASE = 10000.0  # Vaswani et al.'s
-RESPONSE_BLOCK = 8  # bases a conv stem's matrix product covers at once when its patch is a multiple of it
+# Bases a conv stem's matrix product covers at once when its patch is a multiple of it, by patch pool. A block's
+# product multiplies (k + b - 1) / k as many weights as the filters hold (the rest are zeros), but its output, b
+# responses a row, is what the next pass reads: at one thread, the softmax pool (in cache, `softmax_pooled_filters`)
+# took 0.82x the time with blocks of 4 as of 8 at 128 bp, the max pool (whole tensors) 1.17x at 32 bp.
+RESPONSE_BLOCK = {"max": 8, "softmax": 4}
 SOFTMAX_POOL_SHARPNESS = 2.0  # patch_pool softmax: each filter's starting sharpness (Enformer's pooling starts at 2)
 TOKEN_POOL_SHARPNESS = 2.0  # pool softmax: each channel's starting sharpness over a span's tokens
 
@@ -114,8 +118,9 @@ class Tokenizer(nn.Module):
         # Bases a filter's largest response is taken over: the patch, or the tower's first stage.
         self.filter_pool = TOWER_FIRST_POOL if self.stem == "conv_tower" else self.patch
         # Bases whose responses one matrix product computes (`_responses`): the product's zeros grow with the
-        # square of this, so a coarse patch is computed 8 bases at a time and pooled as one.
-        self.block = RESPONSE_BLOCK if self.filter_pool % RESPONSE_BLOCK == 0 else self.filter_pool
+        # square of this, so a coarse patch is computed a few bases at a time (RESPONSE_BLOCK) and pooled as one.
+        block = RESPONSE_BLOCK[config.patch_pool]
+        self.block = block if self.filter_pool % block == 0 else self.filter_pool
         filters = tower_first_filters(config.d_model) if self.stem == "conv_tower" else config.d_model
         # The conv stem reads this layer's weights in `_block_filters` rather than calling it;
         # kept a Conv1d so that the weights, their initial values and saved models stay as they were.
@@ -196,7 +201,7 @@ class Tokenizer(nn.Module):
 
     def _responses(self, padded: torch.Tensor, length: int) -> torch.Tensor:
         """Each filter on the k bases centred on each of `length` bases (a multiple of the patch), given with the
-        k - 1 bases around them: [B, length / b, b, D], b bases (`block`: the patch, or 8 of a coarse one) at a time."""
+        k - 1 bases around them: [B, length / b, b, D], b bases (`block`: the patch, or RESPONSE_BLOCK of a coarse one) at a time."""
         responses = F.linear(self._windows(padded, length), *self._block_filters())  # (B, L / b, b * D)
         return responses.view(padded.shape[0], -1, self.block, self.project.out_channels)
 
@@ -284,10 +289,11 @@ def patch_weights(responses: torch.Tensor, sharpness: torch.Tensor, dim: int) ->
     return torch.softmax(responses * sharpness, dim=dim)
 
 
-# Responses (bases x filters) one chunk of softmax_pooled_filters holds: 256 kB, 16 tokens at 128 bp and 32 filters.
-# Chunks 4x larger made the stem's step 7% faster on the reference machine, but the filters' gradient sums its
-# chunks in another grouping, which would change trained models in their last bits: kept as published.
-FUSED_POOL_RESPONSES = 1 << 16
+# Responses (bases x filters) one chunk of softmax_pooled_filters holds: 1 MB, 64 tokens at 128 bp and 32 filters.
+# Chunks of 1 << 16 and 1 << 20 responses made the stem's step 1.2x as long on the reference machine: the first
+# pays each chunk's small products, the second no longer stays in cache. The filters' gradient sums chunk by
+# chunk, so a model trained at another chunk size differs in its last bits.
+FUSED_POOL_RESPONSES = 1 << 18
 # Responses (bases x filters) of a training step up to which softmax_pooled_filters keeps them and their softmax
 # weights for the backward pass (2 x 256 MB), rather than computing them again there: a 1.9 Mb span at 32
 # filters is 61 M. Kept, they are written once and read once: a span model's step takes 0.8x as long
