@@ -201,7 +201,8 @@ class Tokenizer(nn.Module):
 
     def _responses(self, padded: torch.Tensor, length: int) -> torch.Tensor:
         """Each filter on the k bases centred on each of `length` bases (a multiple of the patch), given with the
-        k - 1 bases around them: [B, length / b, b, D], b bases (`block`: the patch, or RESPONSE_BLOCK of a coarse one) at a time."""
+        k - 1 bases around them: [B, length / b, b, D], b bases (`block`: the patch, or RESPONSE_BLOCK of a coarse
+        one) at a time."""
         responses = F.linear(self._windows(padded, length), *self._block_filters())  # (B, L / b, b * D)
         return responses.view(padded.shape[0], -1, self.block, self.project.out_channels)
 
