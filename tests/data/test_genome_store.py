@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -131,3 +133,36 @@ def test_a_chromosome_the_store_lacks_is_named(odd_genome, tmp_path):
     store = built(path, tmp_path / "store")
     with pytest.raises(GenomeStoreError, match="chr2 is not in the genome store"):
         store.packed("chr2", 0, 10)
+
+
+def draft_assembly(path, scaffolds: int, rng) -> dict[str, str]:
+    """Three chromosomes and `scaffolds` short scaffolds, as a draft assembly's FASTA."""
+    sequences = {f"chr{i}": "".join(rng.choice(list("ACGT"), 2_000)) for i in (1, 2, 3)}
+    bases = rng.choice(list("ACGTN"), (scaffolds, 40))
+    sequences |= {f"scaffold_{i}": "".join(row) for i, row in enumerate(bases)}
+    path.write_text("".join(f">{name}\n{seq}\n" for name, seq in sequences.items()))
+    return sequences
+
+
+def test_a_store_of_more_sequences_than_the_open_file_limit_reads_every_one(tmp_path):
+    """A draft assembly of 20,000 scaffolds under a soft limit of 1,024 open files: each map holds a file
+    descriptor, so the store keeps only the recently read ones mapped; every sequence still reads as the FASTA."""
+    sequences = draft_assembly(tmp_path / "draft.fa", 20_000, np.random.default_rng(5))
+    build_store(tmp_path / "draft.fa", tmp_path / "store")
+    read_all = f"""
+import resource, sys
+from epiformer.data.genome_store import GenomeStore
+resource.setrlimit(resource.RLIMIT_NOFILE, (1024, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+store = GenomeStore({str(tmp_path / "store")!r})
+for name, length in list(store.sizes.items()) * 2:
+    sys.stdout.write(store.one_hot(name, 0, length).argmax(1).astype("uint8").tobytes().hex() + " ")
+    sys.stdout.write(str(store.unknown_bases(name, 0, length)) + "\\n")
+"""
+    done = subprocess.run([sys.executable, "-c", read_all], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert len(lines) == 2 * len(sequences)
+    for line, (name, seq) in zip(lines, list(sequences.items()) * 2):
+        codes, unknown = line.split()
+        assert int(unknown) == seq.count("N"), name
+        assert bytes.fromhex(codes) == bytes(max("ACGT".find(base), 0) for base in seq), name  # N: no base, argmax 0

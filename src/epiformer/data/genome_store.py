@@ -22,19 +22,24 @@ Layout of a store folder:
 and renames it into place at the end: a killed build leaves no store, only a `.partial`
 folder that the next build removes, and builds are deterministic (a rebuild gives identical bytes). `GenomeStore`
 maps the files read-only; memory stays flat however large the genome, since pages are read
-only where windows are cut.
+only where windows are cut. It maps a file when a window is first cut from it and keeps at most
+OPEN_MAPS mapped (the least recently read unmapped first): each map holds a file descriptor,
+and a draft assembly of tens of thousands of scaffolds would pass the common limit of 1,024.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
 
 from epiformer.constants import GENOME_STORE, GENOME_STORE_FORMAT
 from epiformer.sequence.onehot import count_unknown, pack_nibbles, unpack, unpack_nibbles
+
+OPEN_MAPS = 256  # sequences a GenomeStore keeps mapped at once: a quarter of the common open-file limit
 
 
 class GenomeStoreError(ValueError):
@@ -78,7 +83,8 @@ class GenomeStore:
         self.manifest = read_store_manifest(self.folder)
         self.block_bases = int(self.manifest["block_bases"])
         self.sizes: dict[str, int] = {}
-        self._maps: dict[str, np.memmap] = {}
+        self._files: dict[str, Path] = {}
+        self._maps: OrderedDict[str, np.memmap] = OrderedDict()  # the most recently read last
         for entry in self.manifest["sequences"]:
             path = self.folder / entry["file"]
             size = path.stat().st_size if path.is_file() else None
@@ -89,11 +95,21 @@ class GenomeStore:
                     f"delete {self.folder} and build it again."
                 )
             self.sizes[entry["name"]] = int(entry["length"])
-            if entry["bytes"]:
-                self._maps[entry["name"]] = np.memmap(path, dtype=np.uint8, mode="r")
+            self._files[entry["name"]] = path
 
     def close(self) -> None:
         self._maps.clear()  # numpy unmaps each file when its last view goes
+
+    def _map(self, chrom: str) -> np.memmap:
+        """`chrom`'s packed bytes, mapped read-only; the least recently read map goes beyond OPEN_MAPS."""
+        if chrom in self._maps:
+            self._maps.move_to_end(chrom)
+            return self._maps[chrom]
+        if len(self._maps) >= OPEN_MAPS:
+            self._maps.popitem(last=False)
+        mapped = np.memmap(self._files[chrom], dtype=np.uint8, mode="r")
+        self._maps[chrom] = mapped
+        return mapped
 
     def __enter__(self) -> GenomeStore:
         return self
@@ -124,7 +140,7 @@ class GenomeStore:
         out = np.zeros(end - start, dtype=np.uint8)
         inner_start, inner_end = max(start, 0), min(end, self.sizes[chrom])
         if inner_start < inner_end:
-            nibbles = unpack_nibbles(self._maps[chrom][inner_start // 2 : (inner_end + 1) // 2])
+            nibbles = unpack_nibbles(self._map(chrom)[inner_start // 2 : (inner_end + 1) // 2])
             first = inner_start % 2
             out[inner_start - start : inner_end - start] = nibbles[first : first + inner_end - inner_start]
         return out
@@ -136,7 +152,7 @@ class GenomeStore:
             return pack_nibbles(self._nibbles(chrom, start, end))
         # An even start inside the chromosome: the stored bytes as they are (no unpacking), the
         # next base's nibble cleared after an odd length.
-        out = np.array(self._maps[chrom][start // 2 : (end + 1) // 2]) if end > start else np.zeros(0, np.uint8)
+        out = np.array(self._map(chrom)[start // 2 : (end + 1) // 2]) if end > start else np.zeros(0, np.uint8)
         if (end - start) % 2:
             out[-1] &= 0xF0
         return out
@@ -147,7 +163,7 @@ class GenomeStore:
         inner_start, inner_end = max(start, 0), min(end, self.sizes[chrom])
         if inner_start >= inner_end:
             return max(end - start, 0)
-        data = self._maps[chrom][inner_start // 2 : (inner_end + 1) // 2]
+        data = self._map(chrom)[inner_start // 2 : (inner_end + 1) // 2]
         unknown = count_unknown(data) + (inner_start - start) + (end - inner_end)
         if inner_start % 2:  # the first byte's high nibble is the base before `start`
             unknown -= int(data[0] >> 4 == 0)
