@@ -578,3 +578,54 @@ def test_progress_lines_name_the_training_by_its_folder_below_results():
     assert training_label(Path("results/demo_scale/linear_span/replicates/1")) == "demo_scale/linear_span/replicates/1"
     assert training_label(Path("/runs/x/results/pooled/linear")) == "pooled/linear"
     assert training_label(Path("/tmp/results")) == "results" and training_label(Path("out")) == "out"
+
+
+def under_open_file_limit(limit: int = 1024):
+    """preexec_fn of a subprocess: the soft open-file limit most Linux machines start with."""
+    import resource
+
+    return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (limit, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
+
+def test_a_span_model_trains_and_predicts_on_a_draft_assembly_under_the_open_file_limit(tiny_long_demo, tmp_path):
+    """The tiny long demo's chromosomes and 20,000 scaffolds, as a draft assembly, with 1,024 open files at most:
+    its genome store has a file a sequence, and span shards, training and `epiformer predict` all read it."""
+    from tests.helpers import read_fasta, write_fasta
+
+    rng = np.random.default_rng(11)
+    scaffolds = {f"scaffold_{i}": "".join(row) for i, row in enumerate(rng.choice(list("ACGTN"), (20_000, 30)))}
+    draft = write_fasta(tmp_path / "draft.fa", read_fasta(tiny_long_demo["genome"]) | scaffolds)
+    train = """
+import json, sys
+from epiformer.data.genome import Genome
+from epiformer.data.pairs import read_pairs
+from epiformer.data.splits import SplitSpec, assign_splits
+from epiformer.data.windows import WindowSpec, make_windows
+from epiformer.training.train import train_model
+from tests.helpers import encode_spans_of_fasta
+from tests.training.test_train import SPAN_MODEL, span_config
+
+draft, pairs, out = json.loads(sys.argv[1])
+windows, _ = make_windows(read_pairs(pairs), Genome(draft).sizes, WindowSpec(64, 48, max_span=100_000))
+windows = assign_splits(windows, SplitSpec(val_chromosomes=("chr2",), test_chromosomes=("chr3",)))
+stats = {"split": {"mode": "chromosome", "leak_prone": False}}
+encode_spans_of_fasta(windows, draft, f"{out}/shards", flank=4, shard_size=16, windows_stats=stats)
+train_model(f"{out}/shards", SPAN_MODEL, span_config(epochs=1), f"{out}/m", f"{out}/c")
+"""
+    arguments = json.dumps([str(draft), str(tiny_long_demo["demo_long"]), str(tmp_path)])
+    trained = subprocess.run(
+        [sys.executable, "-c", train, arguments],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        preexec_fn=under_open_file_limit(),
+    )
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    command = [sys.executable, "-m", "epiformer.cli", "predict", "--model", tmp_path / "m", "--genome", draft]
+    command += ["--pairs", tiny_long_demo["demo_long"], "--out", tmp_path / "scores.tsv"]
+    predicted = subprocess.run(
+        list(map(str, command)), capture_output=True, text=True, timeout=300, preexec_fn=under_open_file_limit()
+    )
+    assert predicted.returncode == 0, predicted.stderr[-3000:]
+    scores = pd.read_csv(tmp_path / "scores.tsv", sep="\t")
+    assert len(scores) == len(read_pairs(tiny_long_demo["demo_long"])) and scores["score"].between(0, 1).all()
