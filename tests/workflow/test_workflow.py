@@ -318,6 +318,7 @@ def test_results_record_the_config_versions_and_genome_index_checksum(finished):
         description = json.loads((finished / "results" / cell / "linear" / "model.json").read_text())
         assert description["train"]["epochs"] == 1 and description["model"]["d_model"] == 16
         assert description["versions"]["epiformer"] and description["data_manifest_sha256"]
+        assert description["cpu_capability"] in {"DEFAULT", "AVX2", "AVX512", "ZVECTOR", "VSX", "SVE256", "SVE"}
 
 
 PAIRED_METRICS = {"auroc": roc_auc_score, "auprc": average_precision_score}
