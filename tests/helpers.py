@@ -370,3 +370,10 @@ def ctcf_site_starts(sequence: bytes, bits: tuple[float, ...], chunk: int = 1_00
         for found, threshold in zip(hits, bits):
             found.append(offset + np.flatnonzero(scores >= threshold))
     return [np.concatenate(found) if found else np.zeros(0, int) for found in hits]
+
+
+def under_open_file_limit(limit: int = 1024):
+    """preexec_fn of a subprocess: the soft open-file limit most Linux machines start with."""
+    import resource
+
+    return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (limit, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))

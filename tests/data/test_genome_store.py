@@ -13,7 +13,7 @@ from epiformer.data.encode_genome import build_store
 from epiformer.data.genome import Genome
 from epiformer.data.genome_store import GenomeStore, GenomeStoreError
 from epiformer.sequence.onehot import one_hot, pack_codes
-from tests.helpers import bedtools_getfasta, flip_a_byte, require_bedtools
+from tests.helpers import bedtools_getfasta, flip_a_byte, require_bedtools, under_open_file_limit
 
 BLOCK = 64  # bases a checksummed block: small, so the test genome has several
 
@@ -150,15 +150,20 @@ def test_a_store_of_more_sequences_than_the_open_file_limit_reads_every_one(tmp_
     sequences = draft_assembly(tmp_path / "draft.fa", 20_000, np.random.default_rng(5))
     build_store(tmp_path / "draft.fa", tmp_path / "store")
     read_all = f"""
-import resource, sys
+import sys
 from epiformer.data.genome_store import GenomeStore
-resource.setrlimit(resource.RLIMIT_NOFILE, (1024, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
 store = GenomeStore({str(tmp_path / "store")!r})
 for name, length in list(store.sizes.items()) * 2:
     sys.stdout.write(store.one_hot(name, 0, length).argmax(1).astype("uint8").tobytes().hex() + " ")
     sys.stdout.write(str(store.unknown_bases(name, 0, length)) + "\\n")
 """
-    done = subprocess.run([sys.executable, "-c", read_all], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", read_all],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=under_open_file_limit(),
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()
     assert len(lines) == 2 * len(sequences)

@@ -580,17 +580,10 @@ def test_progress_lines_name_the_training_by_its_folder_below_results():
     assert training_label(Path("/tmp/results")) == "results" and training_label(Path("out")) == "out"
 
 
-def under_open_file_limit(limit: int = 1024):
-    """preexec_fn of a subprocess: the soft open-file limit most Linux machines start with."""
-    import resource
-
-    return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (limit, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
-
-
 def test_a_span_model_trains_and_predicts_on_a_draft_assembly_under_the_open_file_limit(tiny_long_demo, tmp_path):
     """The tiny long demo's chromosomes and 20,000 scaffolds, as a draft assembly, with 1,024 open files at most:
     its genome store has a file a sequence, and span shards, training and `epiformer predict` all read it."""
-    from tests.helpers import read_fasta, write_fasta
+    from tests.helpers import read_fasta, under_open_file_limit, write_fasta
 
     rng = np.random.default_rng(11)
     scaffolds = {f"scaffold_{i}": "".join(row) for i, row in enumerate(rng.choice(list("ACGTN"), (20_000, 30)))}
