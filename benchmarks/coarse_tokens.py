@@ -13,7 +13,9 @@ bases (262,144: a real enhancer-promoter distance), one thread, for each stem an
 - 32 and 128 bp a token by `conv_tower` (11-wide exp filters pooled over 8 bp, then stages of
   convolution and pooling);
 - 128 bp softmax-pooled again with its backward pass computing each chunk's responses anew
-  (`FUSED_POOL_KEPT` 0) instead of reading those its forward pass kept: the saving of keeping them.
+  (`FUSED_POOL_KEPT` 0) instead of reading those its forward pass kept: the saving of keeping them;
+- 128 bp softmax-pooled again with its responses multiplied out (`LOOKUP_RESPONSES` off) rather than
+  looked up in a table of the filters' sums (`model.onehot_lookup`): the saving of the look-up.
 
 Every model is built once and the cases run in rounds, one step each a round, so that a
 busy machine slows all alike. Printed: each case's median seconds a step, million bases a
@@ -48,8 +50,10 @@ CASES = {  # name: (patch_size, stem, kernel_size, patch_pool)
     "32 bp, conv_tower (k 11)": (32, "conv_tower", 11, "max"),
     "128 bp, conv_tower (k 11)": (128, "conv_tower", 11, "max"),
     "128 bp, softmax, recomputed": (128, "conv_exp", 19, "softmax"),
+    "128 bp, softmax, multiplied": (128, "conv_exp", 19, "softmax"),
 }
 RECOMPUTED = {"128 bp, softmax, recomputed": "128 bp, conv_exp softmax (k 19)"}  # case: the same model, kept
+MULTIPLIED = {"128 bp, softmax, multiplied": "128 bp, conv_exp softmax (k 19)"}  # case: the same model, looked up
 TARGETS = {32: 4.0, 128: 8.0}  # issue 26: the tower's throughput a base over the reference's
 
 
@@ -70,8 +74,9 @@ def one_span(length: int) -> dict[str, torch.Tensor]:
     return {"span": F.one_hot(bases, 4).float(), "segment": segment, "span_valid": torch.ones(1, length, dtype=bool)}
 
 
-def step_seconds(model: EPITransformer, optimizer, batch: dict, keep: bool = True) -> float:
+def step_seconds(model: EPITransformer, optimizer, batch: dict, keep: bool = True, lookup: bool = True) -> float:
     kept, transformer.FUSED_POOL_KEPT = transformer.FUSED_POOL_KEPT, transformer.FUSED_POOL_KEPT if keep else 0
+    looks_up, transformer.LOOKUP_RESPONSES = transformer.LOOKUP_RESPONSES, lookup
     try:
         started = time.perf_counter()
         loss = F.binary_cross_entropy_with_logits(model(**batch), torch.ones(1))
@@ -80,7 +85,7 @@ def step_seconds(model: EPITransformer, optimizer, batch: dict, keep: bool = Tru
         optimizer.zero_grad(set_to_none=True)
         return time.perf_counter() - started
     finally:
-        transformer.FUSED_POOL_KEPT = kept
+        transformer.FUSED_POOL_KEPT, transformer.LOOKUP_RESPONSES = kept, looks_up
 
 
 def main() -> None:
@@ -94,11 +99,13 @@ def main() -> None:
     models = {name: span_model(*case) for name, case in CASES.items()}
     optimizers = {name: torch.optim.AdamW(model.parameters(), lr=1e-3) for name, model in models.items()}
     for name, model in models.items():  # warm-up: allocator and kernels, not timed
-        step_seconds(model, optimizers[name], batch, keep=name not in RECOMPUTED)
+        step_seconds(model, optimizers[name], batch, keep=name not in RECOMPUTED, lookup=name not in MULTIPLIED)
     seconds = {name: [] for name in CASES}
     for _ in range(args.rounds):
         for name, model in models.items():
-            seconds[name].append(step_seconds(model, optimizers[name], batch, keep=name not in RECOMPUTED))
+            seconds[name].append(
+                step_seconds(model, optimizers[name], batch, keep=name not in RECOMPUTED, lookup=name not in MULTIPLIED)
+            )
     medians = {name: statistics.median(values) for name, values in seconds.items()}
     print(f"one training step on one {args.length:,}-bp span, {args.threads} thread(s), median of {args.rounds} rounds")
     print(f"{'stem':32s} {'s a step':>9s} {'M bases/s':>10s} {'x reference':>12s}")
@@ -109,6 +116,8 @@ def main() -> None:
         print(f"{name:32s} {medians[name]:9.3f} {args.length / medians[name] / 1e6:10.2f} {ratio:11.2f}x{target}")
     for recomputed, kept in RECOMPUTED.items():
         print(f"{kept}: a step with the responses kept takes {medians[kept] / medians[recomputed]:.2f}x recomputed")
+    for multiplied, looked_up in MULTIPLIED.items():
+        print(f"{looked_up}: a step with the responses looked up takes {medians[looked_up] / medians[multiplied]:.2f}x")
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ from torch.utils.checkpoint import checkpoint
 from epiformer.constants import ELEMENTS, SEGMENT_IDS
 from epiformer.model.configs import DELTA_RULES, RECOMPUTE_TOKENS, TOWER_FIRST_POOL, ModelConfig
 from epiformer.model.delta_rule import bidirectional_delta_rule
+from epiformer.model.onehot_lookup import FilterLookup, looked_up_linear
 from epiformer.model.ops import linear_attention, softmax_attention
 
 ATTENTION = {"linear": linear_attention, "softmax": softmax_attention}
@@ -178,7 +179,9 @@ class Tokenizer(nn.Module):
         length = padded.shape[1] - self.kernel + 1
         if self.fuses_pooling(padded):
             windows, weight, bias = self._windows(padded, length), *self._block_filters()
-            return softmax_pooled_filters(windows, weight, bias, self.sharpness, self.filter_pool, self.activation)
+            lookup = self._lookup(padded)
+            pool = (self.sharpness, self.filter_pool, self.activation)
+            return softmax_pooled_filters(windows, weight, bias, *pool, lookup=lookup)
         return self.pool_patches(self._responses(padded, length))
 
     def fuses_pooling(self, bases: torch.Tensor) -> bool:
@@ -203,8 +206,20 @@ class Tokenizer(nn.Module):
         """Each filter on the k bases centred on each of `length` bases (a multiple of the patch), given with the
         k - 1 bases around them: [B, length / b, b, D], b bases (`block`: the patch, or RESPONSE_BLOCK of a coarse
         one) at a time."""
-        responses = F.linear(self._windows(padded, length), *self._block_filters())  # (B, L / b, b * D)
+        windows, weight, bias = self._windows(padded, length), *self._block_filters()
+        lookup = self._lookup(padded)
+        if lookup is None:
+            responses = F.linear(windows, weight, bias)  # (B, L / b, b * D)
+        else:
+            responses = looked_up_linear(windows, weight, bias, lookup)
         return responses.view(padded.shape[0], -1, self.block, self.project.out_channels)
+
+    def _lookup(self, padded: torch.Tensor) -> FilterLookup | None:
+        """The filters' responses to these bases as table look-ups, on the CPU (where it is 4x faster than the
+        product; a GPU multiplies at little cost, and the look-up's checks would wait on it), or None."""
+        if not LOOKUP_RESPONSES or padded.device.type != "cpu":
+            return None
+        return FilterLookup.of(padded, self.project.weight, self.project.bias)
 
     def _windows(self, padded: torch.Tensor, length: int) -> torch.Tensor:
         """[B, length / b, (k + b - 1) * 4]: the bases each block of b filter positions reads (a view, no copy).
@@ -300,9 +315,14 @@ FUSED_POOL_RESPONSES = 1 << 18
 # filters is 61 M. Kept, they are written once and read once: a span model's step takes 0.8x as long
 # (benchmarks/coarse_tokens.py), with the same numbers bit for bit.
 FUSED_POOL_KEPT = 1 << 26
+# Whether softmax_pooled_filters looks its responses up (`FilterLookup`) where the bases are one-hot and need no
+# gradient, rather than multiplying the windows by the block filters: a switch for benchmarks/coarse_tokens.py.
+LOOKUP_RESPONSES = True
 
 
-def softmax_pooled_filters(windows, weight, bias, sharpness, patch: int, activation: str) -> torch.Tensor:
+def softmax_pooled_filters(
+    windows, weight, bias, sharpness, patch: int, activation: str, lookup: FilterLookup | None = None
+) -> torch.Tensor:
     """`softmax_pool` of the filter responses F.linear(windows, weight, bias) over patches of `patch` bases, computed
     a few patches at a time so that no per-base tensor is ever whole: [B, n, w] windows of blocks of b bases
     (`Tokenizer._windows`), weight [b * D, w], bias [b * D], sharpness [D] -> tokens [B, n * b / patch, D].
@@ -312,64 +332,68 @@ def softmax_pooled_filters(windows, weight, bias, sharpness, patch: int, activat
     span model's step. In chunks that stay in cache, each chunk's passes run while it is there. A training
     step keeps each chunk's responses and softmax weights for the backward pass (up to FUSED_POOL_KEPT
     responses; beyond, the backward pass computes them again, one small matrix product a chunk). Same values
-    and gradients as the separate layers, and bit for bit kept or recomputed (tested).
+    and gradients as the separate layers, and bit for bit kept or recomputed (tested). With `lookup` (the same
+    filters as a `FilterLookup` of the bases the windows read) the responses are looked up, not multiplied:
+    equal within rounding; the gradients still come from the windows and the block filters.
     """
     with torch.autocast(device_type=windows.device.type, enabled=False):  # in the inputs' dtype, as the pool's sums
-        return _SoftmaxPooledFilters.apply(windows, weight, bias, sharpness, patch, activation)
+        return _SoftmaxPooledFilters.apply(windows, weight, bias, sharpness, patch, activation, lookup)
 
 
 class _SoftmaxPooledFilters(torch.autograd.Function):
     """softmax_pooled_filters. With w = softmax(s r) over a patch's responses r and pooled = sum(w r):
-    d pooled / d r = w (1 + s (r - pooled)) and d pooled / d s = sum(w r (r - pooled)). Not twice differentiable."""
+    d pooled / d r = w (1 + s (r - pooled)) and d pooled / d s = sum(w r (r - pooled)) = sum(w r^2) - pooled^2.
+    The forward pass sums w r^2 beside w r, so that the backward pass reads each response twice (one addcmul and
+    one product), not six times. Not twice differentiable."""
 
     @staticmethod
-    def forward(ctx, windows, weight, bias, sharpness, patch, activation):
+    def forward(ctx, windows, weight, bias, sharpness, patch, activation, lookup):
         batch, blocks, _ = windows.shape
         filters = sharpness.shape[0]
         pooled = windows.new_empty(batch, blocks * weight.shape[0] // (patch * filters), filters)  # (B, T, D)
         keep = any(ctx.needs_input_grad[:4]) and batch * blocks * weight.shape[0] <= FUSED_POOL_KEPT
+        squares = torch.empty_like(pooled) if ctx.needs_input_grad[3] else None  # sum(w r^2), for the sharpness
         kept = []  # responses and weights of each chunk, in order, when kept
-        for row, tokens, _, responses in _chunk_responses(windows, weight, bias, patch, filters):
+        for row, tokens, _, responses in _chunk_responses(windows, weight, bias, patch, filters, lookup):
             weights = patch_weights(responses, sharpness, dim=1)  # (t, p, D)
+            weighted = weights * responses if keep else weights.mul_(responses)
+            torch.sum(weighted, dim=1, out=pooled[row, tokens])
+            if squares is not None:
+                torch.sum(weighted.mul_(responses), dim=1, out=squares[row, tokens])
             if keep:
-                torch.sum(weights * responses, dim=1, out=pooled[row, tokens])
                 kept += [responses, weights]
-            else:
-                torch.sum(weights.mul_(responses), dim=1, out=pooled[row, tokens])
         out = torch.exp(pooled) if activation == "exp" else F.relu(pooled)
-        ctx.save_for_backward(windows, weight, bias, sharpness, pooled, out, *kept)
-        ctx.patch, ctx.activation = patch, activation
+        ctx.save_for_backward(windows, weight, bias, sharpness, pooled, out, squares, *kept)
+        ctx.patch, ctx.activation, ctx.lookup = patch, activation, None if keep else lookup
         return out
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad):
         with torch.autocast(device_type=grad.device.type, enabled=False):
-            windows, weight, bias, sharpness, pooled, out, *kept = ctx.saved_tensors
+            windows, weight, bias, sharpness, pooled, out, squares, *kept = ctx.saved_tensors
             grad = grad * (out if ctx.activation == "exp" else (pooled > 0).to(grad.dtype))  # d loss / d pooled
             needs_windows, needs_weight, needs_bias, needs_sharpness = ctx.needs_input_grad[:4]
             grad_windows = torch.zeros_like(windows, memory_format=torch.contiguous_format) if needs_windows else None
             grad_weight = torch.zeros_like(weight) if needs_weight else None
             grad_bias = torch.zeros_like(bias) if needs_bias else None
-            grad_sharpness = torch.zeros_like(sharpness) if needs_sharpness else None
-            chunks = _chunk_passes(windows, weight, bias, sharpness, ctx.patch, kept)
+            grad_sharpness = (grad * (squares - pooled.square())).sum(dim=(0, 1)) if needs_sharpness else None
+            # d pooled / d r = w (1 + s (r - pooled)) = w (r a + c), a = s, c = 1 - s pooled; times the gradient
+            scale, shift = grad * sharpness, grad * (1 - sharpness * pooled)  # (B, T, D)
+            chunks = _chunk_passes(windows, weight, bias, sharpness, ctx.patch, kept, ctx.lookup)
             for row, tokens, blocks, responses, weights in chunks:
-                chunk_grad, chunk_pooled = grad[row, tokens, None], pooled[row, tokens, None]  # (t, 1, D)
-                spread = (responses - chunk_pooled).mul_(weights)  # w (r - pooled)
-                if needs_sharpness:
-                    grad_sharpness += (chunk_grad * (spread * responses)).sum(dim=(0, 1))
-                grad_responses = spread.mul_(sharpness).add_(weights).mul_(chunk_grad)  # (t, p, D)
-                grad_responses = grad_responses.view(-1, weight.shape[0])  # (t p / b, b D): a row a block
+                grad_responses = torch.addcmul(shift[row, tokens, None], responses, scale[row, tokens, None])
+                grad_responses = grad_responses.mul_(weights).view(-1, weight.shape[0])  # (t p / b, b D): a row a block
                 if needs_weight:
                     grad_weight.addmm_(grad_responses.t(), windows[row, blocks])
                 if needs_bias:
                     grad_bias += grad_responses.sum(dim=0)
                 if needs_windows:
                     grad_windows[row, blocks] = grad_responses @ weight
-            return grad_windows, grad_weight, grad_bias, grad_sharpness, None, None
+            return grad_windows, grad_weight, grad_bias, grad_sharpness, None, None, None
 
 
-def _chunk_passes(windows, weight, bias, sharpness, patch: int, kept: list):
+def _chunk_passes(windows, weight, bias, sharpness, patch: int, kept: list, lookup: FilterLookup | None):
     """The backward pass's chunks: (batch row, tokens, blocks, responses, softmax weights), `kept` by the forward
     pass (each chunk's responses then weights) or, without them, computed again as it computed them."""
     if kept:
@@ -377,7 +401,7 @@ def _chunk_passes(windows, weight, bias, sharpness, patch: int, kept: list):
         for (row, tokens, blocks), responses, weights in zip(chunks, kept[::2], kept[1::2], strict=True):
             yield row, tokens, blocks, responses, weights
         return
-    for row, tokens, blocks, responses in _chunk_responses(windows, weight, bias, patch, sharpness.shape[0]):
+    for row, tokens, blocks, responses in _chunk_responses(windows, weight, bias, patch, sharpness.shape[0], lookup):
         yield row, tokens, blocks, responses, patch_weights(responses, sharpness, dim=1)
 
 
@@ -394,10 +418,15 @@ def _chunks(windows, weight, patch: int, filters: int):
             yield row, slice(start, stop), slice(start * blocks_per_token, stop * blocks_per_token)
 
 
-def _chunk_responses(windows, weight, bias, patch: int, filters: int):
-    """(batch row, its tokens, their blocks, responses [t, patch, D]) of each chunk (`_chunks`)."""
+def _chunk_responses(windows, weight, bias, patch: int, filters: int, lookup: FilterLookup | None = None):
+    """(batch row, its tokens, their blocks, responses [t, patch, D]) of each chunk (`_chunks`): the block filters'
+    product with the windows, or looked up (`lookup`)."""
+    block = weight.shape[0] // filters
     for row, tokens, blocks in _chunks(windows, weight, patch, filters):
-        responses = F.linear(windows[row, blocks], weight, bias)  # (t p / b, b D)
+        if lookup is None:
+            responses = F.linear(windows[row, blocks], weight, bias)  # (t p / b, b D)
+        else:
+            responses = lookup.responses(row, blocks.start * block, blocks.stop * block)  # (t p, D)
         yield row, tokens, blocks, responses.view(tokens.stop - tokens.start, patch, filters)
 
 
