@@ -150,3 +150,21 @@ def test_a_file_that_is_not_fasta_is_named_in_one_clean_sentence(tmp_path):
     with pytest.raises(GenomeError, match=r"notes\.fa.*plain or bgzip-compressed FASTA") as error:
         index_fasta(plain)
     assert ".." not in str(error.value)
+
+
+def test_a_plain_genome_index_appears_whole_or_not_at_all(tmp_path):
+    """Two runs in different folders may share one genome: the index is written under another name and renamed,
+    so a reader sees the old index or the new one, never a part; a failed indexing leaves the old one alone."""
+    plain = tmp_path / "genome.fa"
+    plain.write_text(">chrA\nACGTACGT\nACGT\n>chrB\nGGCC\n")
+    stale = fai_path(plain)
+    stale.write_text("chrA\t4\t6\t4\t5\n")
+    kept = stale.open()  # a reader holding the stale index keeps reading it whole
+    index_fasta(plain)
+    assert kept.read() == "chrA\t4\t6\t4\t5\n"
+    assert fai_path(plain).read_text() == "chrA\t12\t6\t8\t9\nchrB\t4\t26\t4\t5\n"
+    plain.write_text(">chrA\nACGTACGT\nACG\nACGTACGT\n")  # now ragged: indexing fails
+    with pytest.raises(GenomeError, match="equal length"):
+        index_fasta(plain)
+    assert fai_path(plain).read_text() == "chrA\t12\t6\t8\t9\nchrB\t4\t26\t4\t5\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["genome.fa", "genome.fa.fai"]

@@ -31,7 +31,7 @@ import numpy as np
 from epiformer.constants import ALPHABET
 from epiformer.data.chromosomes import GenomeError, fai_path
 from epiformer.io.bgzf import gzip_kind
-from epiformer.io.files import sha256_file, temporary_path
+from epiformer.io.files import atomic_write, sha256_file, temporary_path
 from epiformer.sequence.onehot import one_hot
 
 N = ord("N")
@@ -84,9 +84,11 @@ def fasta_format(fasta: str | Path) -> str:
 def index_fasta(fasta: str | Path) -> Path:
     """Write `{fasta}.fai` (samtools-compatible), and `{fasta}.gzi` for bgzip; returns the `.fai` path.
 
-    Plain FASTA is indexed with pyfaidx; bgzip FASTA with htslib (pysam), whose two index
-    files are written under temporary names and renamed into place, so an interrupted or
-    failed run leaves neither. Plain gzip raises GenomeError (see `fasta_format`).
+    Plain FASTA is indexed with pyfaidx; bgzip FASTA with htslib (pysam). Either way the
+    index files are written under temporary names and renamed into place, so an interrupted
+    or failed run leaves none, and a run that reads the genome while another (in another
+    folder, say) indexes it reads a whole index or none. Plain gzip raises GenomeError (see
+    `fasta_format`).
     """
     fasta = require_fasta(fasta)
     if fasta_format(fasta) == "bgzf":
@@ -94,13 +96,16 @@ def index_fasta(fasta: str | Path) -> Path:
         return fai_path(fasta)
     from pyfaidx import Faidx
 
-    try:
-        Faidx(str(fasta), rebuild=True).close()
-    except Exception as error:  # pyfaidx raises several types for malformed FASTA
-        raise GenomeError(
-            f"Cannot index genome FASTA {fasta}: {sentence(error)} It must be plain or bgzip-compressed FASTA "
-            "with lines of equal length within each sequence (`samtools faidx` has the same rule)."
-        ) from error
+    def write_index(temporary: Path) -> None:
+        try:
+            Faidx(str(fasta), indexname=str(temporary), rebuild=True).close()
+        except Exception as error:  # pyfaidx raises several types for malformed FASTA
+            raise GenomeError(
+                f"Cannot index genome FASTA {fasta}: {sentence(error)} It must be plain or bgzip-compressed FASTA "
+                "with lines of equal length within each sequence (`samtools faidx` has the same rule)."
+            ) from error
+
+    atomic_write(fai_path(fasta), write_index)
     return fai_path(fasta)
 
 
