@@ -120,7 +120,7 @@ bedtools:
 	fi
 
 # Python style and formatting (ruff check, ruff format --check: `$(BIN)/ruff format src tests benchmarks scripts`
-# rewrites the files), Snakefile formatting (snakefmt, check only: `$(BIN)/snakefmt Snakefile
+# rewrites the files), Snakefile formatting (snakefmt, check only: `$(BIN)/snakefmt Snakefile workflow/Snakefile
 # workflow/rules` rewrites the files) and Snakemake's own lints. All four run; any failure fails.
 lint: setup
 	@status=0; \
@@ -128,8 +128,8 @@ lint: setup
 	$(BIN)/ruff check src tests benchmarks scripts || status=1; \
 	echo "ruff format --check src tests benchmarks scripts"; \
 	$(BIN)/ruff format --check src tests benchmarks scripts || status=1; \
-	echo "snakefmt --check Snakefile workflow/rules/*.smk"; \
-	$(BIN)/snakefmt --check Snakefile workflow/rules/*.smk || status=1; \
+	echo "snakefmt --check Snakefile workflow/Snakefile workflow/rules/*.smk"; \
+	$(BIN)/snakefmt --check Snakefile workflow/Snakefile workflow/rules/*.smk || status=1; \
 	echo "snakemake --lint"; \
 	$(BIN)/snakemake --lint || status=1; \
 	exit $$status
