@@ -9,7 +9,7 @@ from epiformer.cli import main
 def test_a_bare_epiformer_lists_every_command_with_what_it_does(capsys):
     assert main([]) == 0
     printed = capsys.readouterr().out
-    for command in ("predict", "variants", "tracks", "summary", "crispr-export"):
+    for command in ("init", "predict", "variants", "tracks", "summary", "crispr-export"):
         assert command in printed
     assert "score enhancer-promoter pairs with a trained model" in printed and "arguments are required" not in printed
 

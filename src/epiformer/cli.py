@@ -1,5 +1,6 @@
 """The `epiformer` command line.
 
+`epiformer init` starts a run of one's own data in a folder of its own (`epiformer.io.run_folder`);
 `epiformer predict` scores new enhancer-promoter pairs with a trained model (see
 `epiformer.scoring.predict` and docs/predict.md); `epiformer variants` scores the effect of VCF
 variants in those pairs' windows (`epiformer.scoring.variants`, docs/variants.md); `epiformer tracks`
@@ -398,6 +399,63 @@ def run_crispr_export(args: argparse.Namespace, parser: argparse.ArgumentParser)
     return 0
 
 
+INIT_EXAMPLE = """\
+example:
+  epiformer init runs/k562 --genome hg19=/data/hg19.fa --pairs K562=/data/K562.pairs.csv \\
+      --val chr7 --test chr8
+  cd runs/k562 && snakemake -s /path/to/epiformer/Snakefile --cores all
+
+Writes runs/k562/config/config.yaml (the genome, the windows, the held-out chromosomes; every
+other key at its default) and config/samples.tsv (a row a --pairs). The run writes resources/,
+results/ and logs/ in that folder; the checkout's own config runs the demo and stays as it is.
+"""
+
+
+def key_value(text: str) -> tuple[str, str]:
+    name, separator, value = text.partition("=")
+    if not separator or not name or not value:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=PATH")
+    return name, value
+
+
+def add_init(commands) -> None:
+    parser = commands.add_parser(
+        "init",
+        help="start a run of your own genome and pairs in a folder of its own",
+        description="Write a run folder's config and sample sheet for your genome and cell lines, apart from\n"
+        "the checkout's demo config.",
+        epilog=INIT_EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("folder", help="the run's folder (made if missing)")
+    parser.add_argument("--genome", required=True, type=key_value, metavar="NAME=FASTA", help="the genome")
+    parser.add_argument(
+        "--pairs", required=True, action="append", type=key_value, metavar="CELL=PATH",
+        help="a cell line's pairs (TargetFinder CSV, BEDPE or CRISPR benchmark TSV); repeat for each",
+    )  # fmt: skip
+    parser.add_argument("--val", nargs="+", default=[], metavar="CHROM", help="validation chromosomes")
+    parser.add_argument("--test", nargs="+", default=[], metavar="CHROM", help="test chromosomes")
+    parser.set_defaults(run=run_init, command_parser=parser)
+
+
+def run_init(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from epiformer.io.run_folder import init_run_folder, workflow_snakefile
+
+    cells = [cell for cell, _ in args.pairs]
+    if len(set(cells)) < len(cells):
+        parser.error(f"--pairs names a cell line twice: {', '.join(sorted({c for c in cells if cells.count(c) > 1}))}")
+    try:
+        written = init_run_folder(args.folder, args.genome, dict(args.pairs), args.val, args.test)
+    except ValueError as error:
+        log.error("%s", error)
+        return 1
+    log.info("Wrote %s", ", ".join(str(path) for path in written))
+    if not (args.val and args.test):
+        log.warning("Name the held-out chromosomes (--val, --test, or split: in the config) before the run.")
+    log.info("Next: cd %s && snakemake -s %s --cores all -n", args.folder, workflow_snakefile())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="epiformer",
@@ -407,6 +465,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("-q", "--quiet", action="store_true", help="log warnings and errors only")
     commands = parser.add_subparsers(title="commands", dest="command", required=True, metavar="COMMAND")
+    add_init(commands)
     add_predict(commands)
     add_variants(commands)
     add_tracks(commands)

@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 # The workflow's own files (docs/, src/) are found beside this file, so that the workflow runs
@@ -26,7 +27,7 @@ try:
     from epiformer.data.splits import SplitSpec
     from epiformer.data.windows import WindowSpec
     from epiformer.constants import BASELINES as BASELINE_NAMES
-    from epiformer.io.configfile import RESERVED_CELL_NAMES, check_folder_names, check_numbers
+    from epiformer.io.configfile import RESERVED_CELL_NAMES, check_folder_names, check_numbers, schema_error_in_brief
     from epiformer.model.configs import (
         ModelConfig,
         TrainConfig,
@@ -43,14 +44,25 @@ except ModuleNotFoundError:
     ) from None
 
 check_numbers(config)
-validate(config, schema="../schemas/config.schema.yaml")
+try:
+    validate(config, schema="../schemas/config.schema.yaml")
+except WorkflowError as error:
+    raise schema_error_in_brief(error, "config") from None
 # Every span model beside its length control (config key length_control), as a model of its own.
 config["models"] = with_length_controls(config["models"], config["length_control"])
 
 samples = pd.read_csv(config["samples"], sep="\t", dtype=str, comment="#").fillna("")
+if samples.empty:
+    raise ValueError(
+        f"{config['samples']}: the sample sheet lists no cell line. Add a row a cell line, tab-separated under "
+        "the header `cell_line  pairs  genome` (README, 'Your own genome and cell lines')."
+    )
 if "cell_line" in samples.columns:  # a clear message before the schema's
     check_folder_names(samples["cell_line"], "cell line", config["samples"], RESERVED_CELL_NAMES)
-validate(samples, schema="../schemas/samples.schema.yaml")
+try:
+    validate(samples, schema="../schemas/samples.schema.yaml")
+except WorkflowError as error:
+    raise schema_error_in_brief(error, f"sample sheet {config['samples']}") from None
 if samples["cell_line"].duplicated().any():
     raise ValueError(
         f"{config['samples']}: cell_line "

@@ -62,3 +62,26 @@ def check_folder_names(names, what: str, source: str, reserved: dict | None = No
             )
         if name in reserved:
             raise ValueError(f"{source}: the {what} name {name!r} is reserved ({reserved[name]}); rename that {what}.")
+
+
+def schema_error_in_brief(error: Exception, source: str) -> Exception:
+    """A schema's complaint about `source` (the config, a sample sheet) in one sentence and its fix, in place of
+    Snakemake's "Error validating config file." followed by the whole schema: `error` is Snakemake's
+    WorkflowError or jsonschema's ValidationError (with `message`, `absolute_path`, `validator`)."""
+    chain = (error, error.__cause__, error.__context__, *error.args)  # Snakemake raises it inside jsonschema's
+    found = [cause for cause in chain if hasattr(cause, "absolute_path")]
+    if not found:
+        return error
+    cause = found[0]
+    where = ".".join(str(part) for part in cause.absolute_path)
+    fix = {
+        "required": "add it",
+        "additionalProperties": "a misspelt or moved key? Remove or rename it",
+        "type": "write a value of that type",
+        "enum": "use one of those",
+    }.get(cause.validator, "change it")
+    if "sample" in source:
+        documented = "the README's 'Your own genome and cell lines' and config/README.md list the columns"
+    else:
+        documented = "config/config.yaml documents every key with its default; config/README.md has examples"
+    return ValueError(f"{source}: {where + ': ' if where else ''}{cause.message}. Fix: {fix} ({documented}).")
