@@ -88,6 +88,7 @@ def make_result(folder, cell, name, pair_ids, labels, scores, attention=None, **
             json.dumps(
                 {
                     "model": ModelConfig(attention=attention, **settings).to_dict(),
+                    "windows": {"enhancer_width": 3000, "promoter_width": 2000},
                     "parameters": 10,
                     "train_seconds": 1.0,
                     "tokens_per_s": 5.0,
@@ -123,6 +124,7 @@ METRICS_JSON = {
 }
 DESCRIPTION = {
     "model": ModelConfig(attention="softmax").to_dict(),
+    "windows": {"enhancer_width": 3000, "promoter_width": 2000},
     "parameters": 1234,
     "train_seconds": 12.5,
     "tokens_per_s": 800.0,

@@ -62,7 +62,7 @@ def test_replicates_of_different_models_do_not_make_an_ensemble():
 def replicate_description(seed: int, manifest: str = "abc") -> dict:
     return {
         "model": ModelConfig(**TINY).to_dict(),
-        "windows": {"enhancer_width": 40},
+        "windows": {"enhancer_width": 40, "promoter_width": 40},
         "flank": 0,
         "split": {"mode": "chromosome"},
         "trained_on": None,

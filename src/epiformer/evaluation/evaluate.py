@@ -27,6 +27,7 @@ from epiformer.evaluation.metrics import compute_metrics
 from epiformer.inference.devices import labelled_device_type, select_device
 from epiformer.inference.trained_model import load_trained_model, predict_split, read_model_description
 from epiformer.io.files import atomic_write_text, sha256_file
+from epiformer.io.model_description import description_path, read_description
 from epiformer.io.predictions import write_predictions
 from epiformer.model.configs import SCORING_BATCH_SIZE, SCORING_TOKENS
 
@@ -76,7 +77,7 @@ def evaluate_model(
             replicate_predictions = [Path(predictions_path).parent / name / "predictions.tsv" for name in names]
         if len(replicate_predictions) != len(names):
             raise ValueError(
-                f"{model_dir / 'model.json'} names {len(names)} replicates, but {len(replicate_predictions)} "
+                f"{description_path(model_dir)} names {len(names)} replicates, but {len(replicate_predictions)} "
                 "replicate predictions files were asked for: train.replicates changed since it was written; re-run."
             )
         metrics.update(replicate_metrics(model_dir, names, tests, replicate_predictions))
@@ -141,7 +142,7 @@ def replicate_metrics(model_dir: Path, names: list[str], tests: list[pd.DataFram
     rows = []
     for name, test, path in zip(names, tests, paths):
         write_predictions(test, path)
-        description = json.loads((model_dir / name / "model.json").read_text())
+        description = read_description(model_dir / name)
         labels, scores = test["label"].to_numpy(int), test["score"].to_numpy(float)
         rows.append(
             {

@@ -65,6 +65,7 @@ from epiformer.evaluation.metrics import (
     paired_bootstrap_difference,
 )
 from epiformer.io.files import atomic_write_text
+from epiformer.io.model_description import description_path, read_description
 from epiformer.model.configs import length_control_of
 
 # sklearn's values (tested equal), fast enough for models x baselines x 1000 resamples
@@ -120,7 +121,7 @@ def element_ceiling_auroc(predictions: Path, truth: Path) -> float | None:
 def summary_row(result: ModelResult) -> dict:
     """A summary.tsv row (module docstring) from a result's metrics.json and, for a model, its model.json."""
     metrics = json.loads(Path(result.metrics).read_text())
-    description = read_description(result)
+    description = result_description(result)
     return {
         "cell_line": result.cell_line,
         "model": result.model,
@@ -332,14 +333,14 @@ def paired_comparison(
 
 def length_control_result(results: list[ModelResult], model: ModelResult) -> ModelResult | None:
     """Among one cell line's `results`, the length control of span model `model` (`configs.length_control_of`)."""
-    settings = {result.model: read_description(result)["model"] for result in results if result.description}
+    settings = {result.model: result_description(result)["model"] for result in results if result.description}
     control = length_control_of(settings, model.model)
     return next((result for result in results if result.model == control), None)
 
 
-def read_description(result: ModelResult) -> dict | None:
+def result_description(result: ModelResult) -> dict | None:
     """A result's model.json; None for a baseline."""
-    return json.loads(Path(result.description).read_text()) if result.description else None
+    return read_description(Path(result.description).parent) if result.description else None
 
 
 def with_paired_columns(table: pd.DataFrame, paired: pd.DataFrame) -> pd.DataFrame:
@@ -460,7 +461,7 @@ def results_in_folder(results: Path, models: list[str] | None = None) -> list[Mo
         )
 
     def description(folder: Path) -> Path | None:
-        for candidate in (folder / "model.json", results / "pooled" / folder.name / "model.json"):
+        for candidate in (description_path(folder), description_path(results / "pooled" / folder.name)):
             if candidate.is_file():
                 return candidate
         return None

@@ -11,20 +11,25 @@ data-parallel processes, signals or checkpoints.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from epiformer.constants import ELEMENTS
 from epiformer.data.batches import batch_loader, model_batches
 from epiformer.inference.devices import mixed_precision
+from epiformer.io.model_description import (
+    MODEL_JSON,
+    ModelDescriptionError,
+    description_path,
+    read_description,
+    read_description_if_any,
+)
 from epiformer.model.configs import SCORING_BATCH_SIZE, SCORING_TOKENS
 from epiformer.model.ensemble import EnsembleModel
 from epiformer.model.transformer import EPITransformer, ModelConfig, score_batch
 
-MODEL_FILES = ("model.json", "model.safetensors")
+MODEL_FILES = (MODEL_JSON, "model.safetensors")
 TrainedModel = EPITransformer | EnsembleModel  # what a model folder loads as: one model, or its replicates' ensemble
 
 
@@ -44,7 +49,7 @@ def read_model_description(model_dir: str | Path) -> dict:
     if model_dir.is_file():
         raise ModelError(f"{model_dir} is a file, not a model folder. {hint} (Perhaps {model_dir.parent}?)")
     missing = [name for name in MODEL_FILES if not (model_dir / name).is_file()]
-    if missing == ["model.safetensors"] and "replicates" in _json_or_empty(model_dir / "model.json"):
+    if missing == ["model.safetensors"] and "replicates" in read_description_if_any(model_dir):
         missing = []  # an ensemble: its replicates hold the weights
     if missing:
         inside = sorted(path.parent.name for path in model_dir.glob(f"*/{MODEL_FILES[0]}"))
@@ -53,23 +58,9 @@ def read_model_description(model_dir: str | Path) -> dict:
             fix = f"It holds the model folder(s) {', '.join(inside)}: give one, e.g. --model {model_dir / inside[0]}."
         raise ModelError(f"{model_dir} has no {' or '.join(missing)}. {fix}")
     try:
-        description = json.loads((model_dir / "model.json").read_text())
-        dict(description["model"])
-        for element in ELEMENTS:
-            int(description["windows"][f"{element}_width"])
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
-        raise ModelError(
-            f"{model_dir / 'model.json'} is not a model description written by epiformer training "
-            f"({type(error).__name__}: {error}). Re-run training for this model, or restore the file."
-        ) from error
-    return description
-
-
-def _json_or_empty(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return {}
+        return read_description(model_dir)
+    except ModelDescriptionError as error:
+        raise ModelError(str(error)) from error
 
 
 def replicate_dirs(model_dir: str | Path, description: dict) -> list[Path]:
@@ -100,8 +91,9 @@ def load_trained_model(
     for folder in replicates:
         if read_model_description(folder)["model"] != description["model"]:
             raise ModelError(
-                f"{folder / 'model.json'} describes another model than the ensemble's {model_dir / 'model.json'}: "
-                "the replicates of an ensemble are one model trained with different seeds. Re-run its training."
+                f"{description_path(folder)} describes another model than the ensemble's "
+                f"{description_path(model_dir)}: the replicates of an ensemble are one model trained with different "
+                "seeds. Re-run its training."
             )
         models.append(load_trained_model(folder, device)[0])
     return EnsembleModel(models).to(device).eval(), description
@@ -116,7 +108,7 @@ def _load_weights(model_dir: Path, description: dict) -> EPITransformer:
         model.load_state_dict(load_file(str(model_dir / "model.safetensors")))
     except (RuntimeError, ValueError, TypeError, KeyError, SafetensorError) as error:
         raise ModelError(
-            f"{model_dir / 'model.safetensors'} does not load into the model that {model_dir / 'model.json'} "
+            f"{model_dir / 'model.safetensors'} does not load into the model that {description_path(model_dir)} "
             f"describes ({type(error).__name__}: {str(error)[:300]}). The two files belong together: copy both "
             "from the same training run, or re-train."
         ) from error

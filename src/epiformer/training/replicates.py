@@ -11,12 +11,11 @@ mean). `inference.trained_model` loads it as their mean probability.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
-from epiformer.io.files import atomic_write_text
+from epiformer.io.model_description import description_path, read_description, write_description
 
 SHARED_KEYS = ("model", "windows", "flank", "split", "trained_on", "data_manifest_sha256")
 
@@ -33,7 +32,7 @@ def replicate_names(count: int) -> list[str]:
 def ensemble_description(model_dir: str | Path, names: list[str]) -> dict:
     """The ensemble's model.json (module docstring) from the replicates' own, which must share SHARED_KEYS."""
     model_dir = Path(model_dir)
-    descriptions = [json.loads((model_dir / name / "model.json").read_text()) for name in names]
+    descriptions = [read_description(model_dir / name) for name in names]
     first = descriptions[0]
     for name, description in zip(names[1:], descriptions[1:]):
         differ = [key for key in SHARED_KEYS if description.get(key) != first.get(key)]
@@ -41,7 +40,7 @@ def ensemble_description(model_dir: str | Path, names: list[str]) -> dict:
             differ.append("train (other than the seed)")
         if differ:
             raise ReplicateError(
-                f"{model_dir / name / 'model.json'} differs from {model_dir / names[0] / 'model.json'} in "
+                f"{description_path(model_dir / name)} differs from {description_path(model_dir / names[0])} in "
                 f"{', '.join(differ)}: replicates must be one model trained on the same data. Re-run their training."
             )
     return {
@@ -70,5 +69,5 @@ def _recipe(description: dict) -> dict:
 def write_ensemble_description(model_dir: str | Path, names: list[str]) -> dict:
     """`ensemble_description`, written atomically to `{model_dir}/model.json`."""
     description = ensemble_description(model_dir, names)
-    atomic_write_text(Path(model_dir) / "model.json", json.dumps(description, indent=2))
+    write_description(model_dir, description)
     return description

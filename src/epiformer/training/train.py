@@ -21,7 +21,6 @@ run therefore replays exactly what an uninterrupted one does, with any number of
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -43,6 +42,7 @@ from epiformer.data.shards import load_split, manifest_checksum, shard_manifest
 from epiformer.inference.devices import device_label, mixed_precision, select_device
 from epiformer.inference.trained_model import predict_split
 from epiformer.io.files import atomic_write, atomic_write_text, sha256_file
+from epiformer.io.model_description import read_description, write_description
 from epiformer.io.predictions import write_predictions
 from epiformer.io.provenance import package_versions
 from epiformer.io.runlog import log_files, progress, setup_logging
@@ -143,7 +143,7 @@ def train_model(
             if error.exit_code in {128 + sig for sig in StopRequest.SIGNALS}:
                 raise TrainingInterrupted(error.exit_code) from None
             raise
-    return json.loads((Path(outdir) / "model.json").read_text())
+    return read_description(outdir)
 
 
 def _distributed_worker(rank: int, world: int, port: int, log_paths: list[str], *args) -> None:
@@ -647,7 +647,7 @@ def write_outputs(
         "val_predictions_sha256": sha256_file(kept_validation) if kept_validation else None,
         "versions": package_versions(),
     }
-    atomic_write_text(outdir / "model.json", json.dumps(description, indent=2))
+    write_description(outdir, description)
     return description
 
 
