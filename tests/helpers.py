@@ -377,3 +377,23 @@ def under_open_file_limit(limit: int = 1024):
     import resource
 
     return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (limit, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
+
+def browser() -> str | None:
+    """A Chromium to load pages headless, or None."""
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+def open_in_browser(page: Path, *args: str) -> str:
+    """Load `page` in headless Chromium (JavaScript run, 15 s of virtual time) with `args` (e.g. --dump-dom,
+    --screenshot=PATH); returns what it printed. No sandbox: the tests may run as root, and the page is ours."""
+    command = [browser(), "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=15000", *args]
+    done = subprocess.run([*command, page.resolve().as_uri()], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def visible_text(dom: str) -> str:
+    """The text a reader sees in a dumped DOM: scripts, styles and tags left out, spaces collapsed."""
+    dom = re.sub(r"<(script|style)\b[^>]*>.*?</\1>", " ", dom, flags=re.S)
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", dom))

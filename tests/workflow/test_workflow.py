@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
@@ -14,12 +15,15 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 from tests.helpers import (
     REPO,
     assert_figure,
+    browser,
     independent_paired_interval,
+    open_in_browser,
     report_description,
     report_file,
     report_results,
     snakemake,
     tiny_config,
+    visible_text,
 )
 
 
@@ -184,6 +188,23 @@ def test_rerun_has_nothing_to_do_and_report_shows_every_figure_with_a_caption(fi
     assert "{{" not in description and "{%" not in description
     # The landing page reads clean: docutils' warnings ("System Message: WARNING/2") are shown in the page.
     assert "System Message" not in description and "Enumerated list ends" not in report.stderr
+
+
+def test_the_report_renders_in_a_headless_browser_with_no_error_text(finished, tmp_path):
+    """What a reader sees: the page's JavaScript renders the landing page; no docutils message, traceback or
+    error text in it; a screenshot that is not blank. CI installs Chromium (.ci/run)."""
+    if browser() is None:
+        pytest.skip("needs Chromium to load the report headless: sudo apt-get install -y chromium")
+    report = tmp_path / "report.html"
+    run = snakemake(finished, "--report", str(report))
+    assert run.returncode == 0, run.stderr[-3000:]
+    text = visible_text(open_in_browser(report, "--dump-dom"))
+    assert "Split by chromosome" in text and "Each model for" in text  # the landing page, rendered
+    for error in ("System Message", "Traceback", "Error", "WARNING/", "{{", "{%"):
+        assert error not in text, error
+    open_in_browser(report, f"--screenshot={tmp_path / 'report.png'}", "--window-size=1400,1000")
+    pixels = plt.imread(tmp_path / "report.png")
+    assert pixels.shape[:2] == (1000, 1400) and pixels[..., :3].std() > 0.05  # something drawn, not a blank page
 
 
 def report_calls(text: str) -> list[str]:
