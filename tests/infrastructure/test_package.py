@@ -42,6 +42,7 @@ NEEDS_TORCH = {
     "epiformer.model.transformer",
     "epiformer.model.scaling",
     "epiformer.model.ensemble",
+    "epiformer.model.onehot_lookup",
     "epiformer.inference.devices",
     "epiformer.inference.trained_model",
     "epiformer.training.checkpoints",
