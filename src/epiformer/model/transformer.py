@@ -315,8 +315,9 @@ FUSED_POOL_RESPONSES = 1 << 18
 # filters is 61 M. Kept, they are written once and read once: a span model's step takes 0.8x as long
 # (benchmarks/coarse_tokens.py), with the same numbers bit for bit.
 FUSED_POOL_KEPT = 1 << 26
-# Whether softmax_pooled_filters looks its responses up (`FilterLookup`) where the bases are one-hot and need no
-# gradient, rather than multiplying the windows by the block filters: a switch for benchmarks/coarse_tokens.py.
+# Whether the conv stems (`Tokenizer._lookup`: softmax_pooled_filters and the max-pooled `_responses`) look their
+# responses up (`FilterLookup`) where the bases are one-hot and need no gradient, rather than multiplying the
+# windows by the block filters: a switch for benchmarks/coarse_tokens.py and the tests.
 LOOKUP_RESPONSES = True
 
 
