@@ -39,11 +39,11 @@ from pathlib import Path
 
 import torch
 from long_demo_run import span_model_settings
-from scaling import scaling_table, summarise
 from sklearn.metrics import roc_auc_score
 
 from epiformer.data.shards import load_split
 from epiformer.inference.trained_model import load_trained_model, predict_split
+from epiformer.model.scaling import scaling_table, summarise
 from epiformer.model.transformer import ModelConfig
 from epiformer.training.train import TrainConfig, train_model
 
