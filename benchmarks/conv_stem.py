@@ -21,7 +21,7 @@ import time
 
 import torch
 import torch.nn.functional as F
-from long_demo_run import span_model_settings
+from studies.long_demo_run import span_model_settings
 
 from epiformer.constants import SEGMENT_IDS
 from epiformer.model.configs import ModelConfig

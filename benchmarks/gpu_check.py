@@ -38,8 +38,8 @@ import time
 from pathlib import Path
 
 import torch
-from long_demo_run import span_model_settings
 from sklearn.metrics import roc_auc_score
+from studies.long_demo_run import span_model_settings
 
 from epiformer.data.shards import load_split
 from epiformer.inference.trained_model import load_trained_model, predict_split

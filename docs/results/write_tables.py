@@ -22,7 +22,7 @@ copies of runs/PAGE/, and each between `<!-- generated:NAME:RUN -->` and
 - `cost`: per model, what it reads, test AUROC (95% CI), epochs trained, training time, peak memory;
 - `summary`: the run's own summary.md (every metric, interval and paired difference);
 - `breakdown` (the long demo): each model's test AUROC split by what it must tell apart, from
-  `python benchmarks/long_demo_breakdown.py --out RESULTS_DIR/breakdown.tsv`;
+  `python benchmarks/studies/long_demo_breakdown.py --out RESULTS_DIR/breakdown.tsv`;
 - `paired`: the paired differences PAIRED_SHOWN names for the page, one row per cell line;
 - `motifs` (after `make explain`): the top MOTIF_RANKS motifs of M7 (`linear`) per cell line;
 - `control`: each span model against its length control (the same spans, the bases between the
@@ -86,7 +86,7 @@ PAGE_CONFIGS = {
 MOTIF_RANKS = 5
 # The span demos' goal (issue 38): (most below the oracle, least above the ceiling, least above the length control).
 GOAL = {"oracle_gap": 0.05, "ceiling_lead": 0.10, "control_lead": 0.10}
-ENSEMBLE_OF_LOTTERY = 3  # benchmarks/seed_lottery.py's ENSEMBLE: seeds s, s+1, s+2
+ENSEMBLE_OF_LOTTERY = 3  # benchmarks/studies/seed_lottery.py's ENSEMBLE: seeds s, s+1, s+2
 
 
 def auroc_table(summary: pd.DataFrame) -> str:
@@ -202,7 +202,7 @@ def cost_table(summary: pd.DataFrame) -> str:
 
 
 def breakdown_table(run: Path) -> str:
-    """benchmarks/long_demo_breakdown.py's table: one row per model, AUROC within each comparison."""
+    """benchmarks/studies/long_demo_breakdown.py's table: one row per model, AUROC within each comparison."""
     table = pd.read_csv(run / "breakdown.tsv", sep="\t")
     lines = ["| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
     for _, row in table.iterrows():
@@ -319,9 +319,9 @@ def summary_tables(summary: pd.DataFrame, paired: pd.DataFrame | None) -> str:
 
 
 def lottery_table(run: Path, tsv: str) -> str:
-    """A seed lottery (`benchmarks/seed_lottery.py --out`): per base seed s, one seed and the ensemble of seeds s, s+1,
-    s+2, each against the oracle (within 0.05) and the element ceiling (0.10 above it); then how often each found
-    the insulator, the ensembles that share no seed (bases 0, 3, 6, ...) apart from the sliding ones."""
+    """A seed lottery (`benchmarks/studies/seed_lottery.py --out`): per base seed s, one seed and the ensemble of
+    seeds s, s+1, s+2, each against the oracle (within 0.05) and the element ceiling (0.10 above it); then how often
+    each found the insulator, the ensembles that share no seed (bases 0, 3, 6, ...) apart from the sliding ones."""
     table = pd.read_csv(run / tsv, sep="\t")
     oracle, ceiling = table["oracle_auroc"].iloc[0], table["element_ceiling_auroc"].iloc[0]
     width, gap, lead = ENSEMBLE_OF_LOTTERY, GOAL["oracle_gap"], GOAL["ceiling_lead"]

@@ -19,7 +19,7 @@ length (`length_r`, Pearson; the long demo's labels do not depend on length, so 
 shortcut learned). Writes a TSV (one row a run and epoch) and prints a table of the last epochs.
 
 Usage:
-    python benchmarks/coarse_token_study.py [--seeds 0 1 2 3] [--epochs 4] [--patch 128] [--out FILE]
+    python benchmarks/studies/coarse_token_study.py [--seeds 0 1 2 3] [--epochs 4] [--patch 128] [--out FILE]
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""What the long-demo benchmarks share: where `make demo-long` ran, and the span model it trains.
+"""What the long-demo studies share: where `make demo-long` ran, and the span model it trains.
 
-Imported by the scripts beside it (run as `python benchmarks/<script>.py`, which puts this
-folder on the path).
+Imported by the studies beside it as `long_demo_run` (run as `python benchmarks/studies/<study>.py`,
+which puts this folder on the path), and as `studies.long_demo_run` by the benchmarks that time
+the same span model (benchmarks/conv_stem.py, gpu_check.py: run from benchmarks/).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import yaml
 from epiformer.model.configs import architecture
 from epiformer.synthetic.demo_long import LongDemoSpec
 
-LONG_DEMO_CONFIG = Path(__file__).resolve().parents[1] / "config" / "demo_long.yaml"
+LONG_DEMO_CONFIG = Path(__file__).resolve().parents[2] / "config" / "demo_long.yaml"
 RUN = Path("runs/demo-long")  # where `make demo-long` runs (the Makefile)
 CELL = LongDemoSpec().cell
 

@@ -16,7 +16,7 @@ Each seed's validation AUROC by epoch and the epochs it reached are written too,
 the cause of a miss. A killed run resumes: finished seeds are read back, a seed cut short
 resumes from its checkpoint. Usage:
 
-    python benchmarks/seed_lottery.py --run runs/demo-long --seeds 10 --parallel 2 \\
+    python benchmarks/studies/seed_lottery.py --run runs/demo-long --seeds 10 --parallel 2 \\
         --work /tmp/seed_lottery --out docs/results/runs/demo_long/seed_lottery.tsv
 """
 

@@ -13,7 +13,7 @@ Each run takes the config's budget (six epochs: about 25 minutes on one or two t
 trains on one thread; two threads sum in another order, so the models are close to, not bit for bit, its own.
 
 Usage:
-    python benchmarks/element_tokens_study.py [--run runs/demo-scale] [--element-patch 0 4] [--seeds 0]
+    python benchmarks/studies/element_tokens_study.py [--run runs/demo-scale] [--element-patch 0 4] [--seeds 0]
         [--threads 2] [--out FILE]
 """
 
@@ -31,7 +31,7 @@ from long_demo_run import results_dir, train_settings, truth_path
 from epiformer.model.configs import ModelConfig, TrainConfig, architecture
 from epiformer.training.train import train_model
 
-SCALE_CONFIG = Path(__file__).resolve().parents[1] / "config" / "demo_scale.yaml"
+SCALE_CONFIG = Path(__file__).resolve().parents[2] / "config" / "demo_scale.yaml"
 CELL = "demo_scale"
 
 

@@ -15,8 +15,8 @@ Then two what-ifs on the same scores: the AUROC if insulated partner pairs were 
 last (a perfect insulator), and if hard negatives were (a perfect grammar). The oracle's
 row shows what the what-ifs themselves cost it (they rank 0.05-probability pairs last). Usage, after
 `make demo-long`:
-    python benchmarks/long_demo_breakdown.py [--run runs/demo-long] [--out breakdown.tsv]
-    python benchmarks/long_demo_breakdown.py --run runs/demo-scale --cell demo_scale   # the same classes, borders
+    python benchmarks/studies/long_demo_breakdown.py [--run runs/demo-long] [--out breakdown.tsv]
+    python benchmarks/studies/long_demo_breakdown.py --run runs/demo-scale --cell demo_scale  # same classes, borders
 (docs/results/demo_long.md's and demo_scale.md's breakdown tables are written from such TSVs.)
 """
 

@@ -16,7 +16,7 @@ balanced and the elements tell nothing), and prints validation AUROC after each 
   one linear unit: the simplest model that can find a site, as the yardstick.
 
 An insulator is 4 sites (about 160 bp, 40 tokens) in spans of up to 53 kb (13,000 tokens). Usage:
-    python benchmarks/insulator_probe.py [--epochs 3] [--models m7-mean m7-max cnn-mean cnn-max]
+    python benchmarks/studies/insulator_probe.py [--epochs 3] [--models m7-mean m7-max cnn-mean cnn-max]
 """
 
 from __future__ import annotations

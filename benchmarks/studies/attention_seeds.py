@@ -12,13 +12,13 @@ memory; then per attention the median AUROC, how many seeds found the insulator,
 epochs and the largest peak. Trainings interleave attentions, so that a busy machine slows
 them alike. A killed run resumes (finished seeds are read back). Usage:
 
-    python benchmarks/attention_seeds.py --run runs/demo-long --seeds 3 --parallel 2 \\
+    python benchmarks/studies/attention_seeds.py --run runs/demo-long --seeds 3 --parallel 2 \\
         --work /tmp/attention_seeds --out docs/results/runs/demo_long/attention_seeds.tsv
 
 The same epochs for every attention instead of the same time (the recipe's 10 each, no
 budget), on a GPU with fla's kernels serving the delta rules' scans:
 
-    EPIFORMER_DELTA_KERNEL=fla python benchmarks/attention_seeds.py --max-minutes 0 \\
+    EPIFORMER_DELTA_KERNEL=fla python benchmarks/studies/attention_seeds.py --max-minutes 0 \\
         --device cuda --parallel 1 --work /tmp/attention_epochs
 """
 

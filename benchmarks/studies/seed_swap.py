@@ -12,8 +12,8 @@ but one (seed 6, 0.738), and the seeds that never found it below 0.72
 (docs/results/demo_long.md, "Why a seed misses"). Epochs, not minutes, so that a busy machine
 changes the time a run takes, not what it learns. Usage:
 
-    python benchmarks/seed_swap.py --run runs/demo-long --init 9 --order 0
-    python benchmarks/seed_swap.py --run runs/demo-long --init 9 --order 9 --part tokenizer --part-from 0
+    python benchmarks/studies/seed_swap.py --run runs/demo-long --init 9 --order 0
+    python benchmarks/studies/seed_swap.py --run runs/demo-long --init 9 --order 9 --part tokenizer --part-from 0
 
 `--filters WORK` instead prints, for each seed model in WORK (seed_lottery.py's `--work`), how
 close its stem's best filter comes to CTCF (Pearson correlation of the filter with JASPAR
