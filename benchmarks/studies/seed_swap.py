@@ -21,8 +21,9 @@ MA0139.1's log-odds matrix, either strand) before and after training.
 
 The swap happens where the training loop builds its model: it replaces `EPITransformer` of
 epiformer.training.train, for this process only, by a builder that loads the chosen seeds'
-initial weights, and wraps `_record_epoch` to read validation AUROC and stop after the last
-epoch asked for. The batch order stays the training loop's own, seeded by `train.seed`.
+initial weights; `train_model`'s `on_epoch` reads each epoch's validation AUROC and ends the
+run after the last epoch asked for. The batch order stays the training loop's own, seeded by
+`train.seed`.
 """
 
 from __future__ import annotations
@@ -45,10 +46,6 @@ from epiformer.sequence.motifs import bundled_jaspar_path, read_jaspar
 
 # The stem; the blocks, final norm and head (the segment embedding stays the --init seed's).
 PARTS = {"tokenizer": ("tokenizer.",), "blocks,norm,head": ("blocks.", "norm.", "head.")}
-
-
-class EnoughEpochs(Exception):
-    """Raised after the last epoch asked for: the run's outputs are not needed."""
 
 
 def initial_weights(config: ModelConfig, seed: int) -> dict[str, torch.Tensor]:
@@ -82,26 +79,21 @@ def validation_by_epoch(run: Path, init: int, order: int, epochs: int, **swap) -
     model, train, max_span = recipe()
     train.update(max_minutes=0, seed=order, threads=1, device="cpu", replicates=1)
     training.EPITransformer = patched_model(init, **swap)
-    record, history = training._record_epoch, []
+    history = []
 
-    def record_epoch(run_state, progress, row, *rest):
-        record(run_state, progress, row, *rest)
+    def record(row: dict) -> bool:
         history.append(row["val_auroc"])
-        if row["epoch"] >= epochs:
-            raise EnoughEpochs
+        return row["epoch"] >= epochs  # the rest of the schedule is not needed
 
-    training._record_epoch = record_epoch
     with tempfile.TemporaryDirectory() as folder:
-        try:
-            training.train_model(
-                str(results_dir(run) / "span_shards"),
-                ModelConfig(**with_span_positions(model, max_span)),
-                TrainConfig(**train),
-                Path(folder),
-                Path(folder) / "ckpt",
-            )
-        except EnoughEpochs:
-            pass
+        training.train_model(
+            str(results_dir(run) / "span_shards"),
+            ModelConfig(**with_span_positions(model, max_span)),
+            TrainConfig(**train),
+            Path(folder),
+            Path(folder) / "ckpt",
+            on_epoch=record,
+        )
     return history
 
 

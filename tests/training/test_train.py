@@ -192,6 +192,27 @@ def test_early_stopping_ends_after_patience_epochs_without_improvement(shard_dir
     assert log["val_auprc"].iloc[-2:].max() <= log["val_auprc"].iloc[description["best_epoch"] - 1]
 
 
+def test_on_epoch_sees_every_epochs_row_and_can_end_training(shard_dir, tmp_path):
+    rows = []
+    train_model(shard_dir, TINY_MODEL, train_config(epochs=2), tmp_path / "all", tmp_path / "c1", on_epoch=rows.append)
+    log = pd.read_csv(tmp_path / "all" / "train_log.tsv", sep="\t")
+    assert [row["epoch"] for row in rows] == [1, 2]
+    assert [row["val_auroc"] for row in rows] == pytest.approx(log["val_auroc"].tolist())
+
+    seen = []
+
+    def stop_after_the_first(row: dict) -> bool:
+        seen.append(row["epoch"])
+        return True
+
+    stopped = train_model(
+        shard_dir, TINY_MODEL, train_config(epochs=2), tmp_path / "one", tmp_path / "c2", on_epoch=stop_after_the_first
+    )
+    assert seen == [1] and stopped["epochs_trained"] == 1 and stopped["best_epoch"] == 1
+    assert pd.read_csv(tmp_path / "one" / "train_log.tsv", sep="\t")["epoch"].tolist() == [1]
+    assert stopped["best_val_auprc"] == pytest.approx(log["val_auprc"].iloc[0])  # the same first epoch as above
+
+
 MID_EPOCH_SIGNAL = """
 import os, signal, sys, torch
 import epiformer.training.train as train

@@ -27,6 +27,7 @@ import os
 import random
 import resource
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -72,6 +73,7 @@ LOG_COLUMNS = [
     "device",
     "epoch_fraction",  # below 1 only for an epoch that a budget (train.max_tokens or max_minutes) cut short
 ]
+EpochHook = Callable[[dict], bool | None]  # train_model's `on_epoch`: an epoch's row in, True to end training
 
 
 def seed_everything(seed: int) -> None:
@@ -105,6 +107,7 @@ def train_model(
     train_config: TrainConfig,
     outdir: str | Path,
     checkpoint_dir: str | Path,
+    on_epoch: EpochHook | None = None,
 ) -> dict:
     """Train on the train split, select on validation, write the outputs; returns model.json's content.
 
@@ -113,11 +116,18 @@ def train_model(
 
     With `train_config.devices` > 1, that many processes train data-parallel (DDP: NCCL on
     GPUs, gloo on the CPU), each on its own slice of every global batch of `batch_size`.
+
+    `on_epoch`, for studies that watch a run: called after each epoch this call trains, once it is
+    validated and checkpointed, with a copy of its train_log.tsv row (`LOG_COLUMNS`: epoch, val_auroc,
+    val_auprc, ...). A true return ends training there, as `patience` does: the outputs are
+    written from the best epoch so far, and the checkpoint stays, so a re-run resumes after that
+    epoch. With `devices` > 1 every process calls it on the same row (each on its own pickled
+    copy: pass a module-level function).
     """
     if train_config.max_shift is not None:  # here, before any process starts
         check_shift(train_config.max_shift, int(shard_manifest(shard_dir)["flank"]))
     if train_config.devices == 1:
-        return _train(0, 1, shard_dir, model_config, train_config, Path(outdir), Path(checkpoint_dir))
+        return _train(0, 1, shard_dir, model_config, train_config, Path(outdir), Path(checkpoint_dir), on_epoch)
     select_device(train_config.device)  # fail before spawning processes
     port = free_port()
     context = torch.multiprocessing.spawn(
@@ -133,6 +143,7 @@ def train_model(
             train_config,
             Path(outdir),
             Path(checkpoint_dir),
+            on_epoch,
         ),
     )
     with forward_stop_signals(context.processes):
@@ -420,6 +431,7 @@ def _train(
     train_config: TrainConfig,
     outdir: Path,
     checkpoint_dir: Path,
+    on_epoch: EpochHook | None,
 ) -> dict:
     """One process of a (possibly distributed) run; rank 0 logs, checkpoints and writes outputs."""
     manifest = shard_manifest(shard_dir)
@@ -427,7 +439,7 @@ def _train(
     run = _start_run(rank, world, model_config, train_config, train_data, checkpoint_dir, manifest)
     run.label = training_label(outdir)
     progress = _resume(run)
-    budget_reached = _run_epochs(run, progress, train_data, val_data)
+    budget_reached = _run_epochs(run, progress, train_data, val_data, on_epoch)
     if rank != 0:
         return {}
     best, history = progress.best, progress.history
@@ -523,9 +535,9 @@ def _save(run: _Run, progress: _Progress, partial_epoch: dict | None) -> None:
     save_checkpoint(run.checkpoint_dir, state)
 
 
-def _run_epochs(run: _Run, progress: _Progress, train_data, val_data) -> bool:
-    """Train and validate epoch by epoch until the last, an early stop or the time budget; True if the time
-    budget ended it (a token budget's end is in the plan: `budget_plan`).
+def _run_epochs(run: _Run, progress: _Progress, train_data, val_data, on_epoch: EpochHook | None) -> bool:
+    """Train and validate epoch by epoch until the last, an early stop, the time budget or `on_epoch` asking to
+    stop (`train_model`); True if the time budget ended it (a token budget's end is in the plan: `budget_plan`).
 
     Every process validates the same weights, so all agree on the history and on stopping.
     """
@@ -551,6 +563,7 @@ def _run_epochs(run: _Run, progress: _Progress, train_data, val_data) -> bool:
             scores = validation_scores(run, val_data)
             row = _epoch_row(run, scores, val_data, epoch, train_loss, seconds, tokens, done / batches)
             _record_epoch(run, progress, row, scores)
+            asked_to_stop = on_epoch is not None and bool(on_epoch(dict(row)))
             if done == len(run.plan[epoch - 1]) < batches:
                 if run.rank == 0:
                     log.info("Token budget (train.max_tokens %d) reached in epoch %d.", config.max_tokens, epoch)
@@ -568,6 +581,10 @@ def _run_epochs(run: _Run, progress: _Progress, train_data, val_data) -> bool:
                         row["seconds"] * batches / done / 60,
                     )
                 return True
+            if asked_to_stop:
+                if run.rank == 0:
+                    log.info("Stopped after epoch %d: on_epoch asked to.", epoch)
+                return False
     return False
 
 
