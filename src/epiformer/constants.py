@@ -10,6 +10,17 @@ SCORED_SPLITS = SPLITS[1:]  # what a fitted model is scored on: validation picks
 VAL_PREDICTIONS = "val_predictions.tsv"  # a model folder's validation scores from training (its best epoch)
 ALPHABET = "ACGT"  # one-hot channel order; N and other codes are all-zero rows
 BASELINES = ("distance", "kmer", "distance_kmer", "propensity")  # the baselines `baselines.names` may list
+# A baseline fitted once on every cell line's train split, as a pooled model is trained, and scored on each cell
+# line's test pairs: results/{cell}/{baseline}_pooled/, beside the pooled models it is their peer for.
+POOLED_SUFFIX = "_pooled"
+
+
+def baseline_of(name: str) -> str | None:
+    """The baseline a result's name is (`kmer` for `kmer` and `kmer_pooled`), or None for a model's name."""
+    base = name.removesuffix(POOLED_SUFFIX)
+    return base if base in BASELINES else None
+
+
 SHARD_FORMAT = 3  # 2: shards carry `distance`; 3: the manifest holds the window spec once (`windows`, `flank`)
 WINDOW_FIELDS = ("chrom", "start", "end")  # per element: `{element}_{field}` columns of pairs and windows tables
 WINDOW_SHARDS, SPAN_SHARDS = "windows", "span"  # a manifest's `kind` (window manifests omit it)

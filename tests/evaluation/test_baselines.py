@@ -5,7 +5,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import average_precision_score, f1_score, matthews_corrcoef, roc_auc_score
+from sklearn.preprocessing import StandardScaler
 
 from epiformer.data.genome import Genome
 from epiformer.data.shards import ShardError, load_split
@@ -20,6 +22,7 @@ from epiformer.evaluation.baselines import (
     kmer_features,
     kmer_frequencies,
     run_baseline,
+    run_pooled_baseline,
     split_tables,
 )
 from epiformer.io.files import read_windows
@@ -47,6 +50,25 @@ def run(folder, name, **options):
 @pytest.fixture(scope="module")
 def tiny_run(tiny_demo, tmp_path_factory):
     return windows_and_shards(tiny_demo, "demo_a", CHROMOSOME_SPLIT, tmp_path_factory.mktemp("tiny"))
+
+
+@pytest.fixture(scope="module")
+def tiny_run_b(tiny_demo, tmp_path_factory):
+    return windows_and_shards(tiny_demo, "demo_b", CHROMOSOME_SPLIT, tmp_path_factory.mktemp("tiny_b"))
+
+
+def run_pooled(folders, name, out, **options):
+    """run_pooled_baseline over the cell lines in `folders` (windows.tsv and shards/ each), written under `out`."""
+    every = run_pooled_baseline(
+        name,
+        [folder / "windows.tsv" for folder in folders],
+        [folder / "shards" for folder in folders],
+        [out / str(index) / "predictions.tsv" for index in range(len(folders))],
+        [out / str(index) / "metrics.json" for index in range(len(folders))],
+        resamples=50,
+        **options,
+    )
+    return every, [pd.read_csv(out / str(index) / "predictions.tsv", sep="\t") for index in range(len(folders))]
 
 
 def codes_of(sequence: bytes) -> np.ndarray:
@@ -189,6 +211,41 @@ def test_windows_that_disagree_with_the_shards_fail_with_a_fix(tiny_run, tmp_pat
         run(tiny_run, "gc")
 
 
+def test_a_pooled_baseline_of_one_cell_line_is_that_cell_lines_baseline(tiny_run, tmp_path):
+    for name in BASELINES:
+        alone, alone_predictions = run(tiny_run, name, kmer_size=3)
+        [pooled], [pooled_predictions] = run_pooled([tiny_run], name, tmp_path / name, kmer_size=3)
+        pd.testing.assert_frame_equal(pooled_predictions, alone_predictions)
+        described = pooled.pop("baseline")
+        assert described == {**alone.pop("baseline"), "pooled": True, "cell_lines": 1}
+        assert json.dumps(pooled, sort_keys=True) == json.dumps(alone, sort_keys=True)  # NaN reads equal here
+
+
+def test_a_pooled_baseline_is_one_fit_on_every_cell_lines_train_pairs(tiny_run, tiny_run_b, tmp_path):
+    """Against sklearn on the two cell lines' stacked distance features; each cell line keeps its own test pairs
+    and its own threshold, picked on its own validation pairs."""
+    folders = (tiny_run, tiny_run_b)
+    every, predictions = run_pooled(folders, "distance", tmp_path)
+    tables = []
+    for folder in folders:
+        shards = {split: load_split(folder / "shards", split) for split in ("train", "val", "test")}
+        tables.append(split_tables(read_windows(folder / "windows.tsv"), shards))
+    train = pd.concat([table["train"] for table in tables])
+    scaler = StandardScaler().fit(distance_features(train))
+    model = LogisticRegression(C=1.0, max_iter=2000).fit(scaler.transform(distance_features(train)), train["label"])
+    for table, metrics, scored, folder in zip(tables, every, predictions, folders):
+        test = table["test"].set_index("pair_id").loc[scored["pair_id"]]
+        expected = model.predict_proba(scaler.transform(distance_features(test)))[:, 1]
+        np.testing.assert_allclose(scored["score"], expected, rtol=1e-9)
+        assert scored["pair_id"].tolist() == sorted(load_split(folder / "shards", "test").pair_id.tolist())
+        assert metrics["baseline"]["train_pairs"] == len(train) and metrics["baseline"]["cell_lines"] == 2
+        alone, _ = run(folder, "distance")
+        assert metrics["auroc"] == pytest.approx(roc_auc_score(scored["label"], scored["score"]))
+        assert metrics["threshold"] != alone["threshold"]  # another fit, whose threshold its own val pairs pick
+    with pytest.raises(ValueError, match="one windows.tsv, shard folder and pair of outputs a cell line"):
+        run_pooled_baseline("distance", [tiny_run / "windows.tsv"], [], [], [])
+
+
 @pytest.fixture(scope="module")
 def full_runs(full_demo, tmp_path_factory):
     """The default demo's demo_a at the workflow's default windows, split by chromosome and at random."""
@@ -224,9 +281,11 @@ def test_the_rule_runs_the_package_with_the_config_values(tiny_run, tmp_path):
     (tmp_path / "Snakefile").write_text(
         f'configfile: "{REPO}/config/config.yaml"\n'
         'config["evaluate"]["bootstrap"] = 50\n'
+        'CELL_LINES = ["tiny"]\n'
+        f'wildcard_constraints:\n    baseline="{"|".join(BASELINES)}"\n'  # as common.smk constrains it
         f'include: "{REPO}/workflow/rules/baselines.smk"\n'
     )
-    targets = [f"results/tiny/{name}/metrics.json" for name in BASELINES]
+    targets = [f"results/tiny/{name}/metrics.json" for name in BASELINES] + ["results/tiny/kmer_pooled/metrics.json"]
     done = snakemake(tmp_path, *targets, cores=1, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
@@ -245,3 +304,10 @@ def test_the_rule_runs_the_package_with_the_config_values(tiny_run, tmp_path):
         assert written["baseline"] == again["baseline"]  # name, k, smoothing, chosen C, feature count
         assert written["auroc"] == pytest.approx(again["auroc"], abs=1e-6)
         assert written["auroc_ci95"] == pytest.approx(again["auroc_ci95"], abs=1e-6)
+    pooled = json.loads((tmp_path / "results" / "tiny" / "kmer_pooled" / "metrics.json").read_text())
+    assert (
+        "kmer baseline, pooled, on tiny" in (tmp_path / "logs" / "pooled" / "kmer_pooled" / "baseline.log").read_text()
+    )
+    alone = json.loads((tmp_path / "results" / "tiny" / "kmer" / "metrics.json").read_text())
+    assert pooled["baseline"] == {**alone["baseline"], "pooled": True, "cell_lines": 1}
+    assert pooled["auroc"] == alone["auroc"]  # one cell line pooled is that cell line

@@ -15,6 +15,8 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 
 from epiformer.evaluation.distance import binned_metrics
 from epiformer.evaluation.plots import (
+    line_style,
+    palette,
     plot_calibration,
     plot_comparison,
     plot_cost,
@@ -310,3 +312,12 @@ def test_the_transfer_panels_titles_and_colour_bars_lie_inside_the_figure(tmp_pa
     for ax in fig.axes:  # two heatmaps and their two colour bars
         extent = ax.get_tightbbox(renderer)  # the axes with its title, tick labels and axis labels
         assert extent.y1 <= box.y1 + 1 and extent.x1 <= box.x1 + 1 and extent.x0 >= -1 and extent.y0 >= -1, ax
+
+
+def test_a_pooled_baseline_is_drawn_in_its_baselines_colour_and_apart_from_it_by_line():
+    names = ["linear", "kmer_pooled", "softmax", "kmer", "distance_pooled", "linear_pooled"]
+    colours = palette(names)
+    assert colours["kmer_pooled"] == colours["kmer"] and colours["distance_pooled"] == "black"
+    models = [colours[name] for name in ("linear", "softmax", "linear_pooled")]  # a model named *_pooled is a model
+    assert len(set(models)) == 3 and not set(models) & {colours["kmer"], "black"}
+    assert [line_style(name) for name in ("linear_pooled", "kmer", "kmer_pooled")] == ["-", "--", "-."]

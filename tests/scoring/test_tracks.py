@@ -279,7 +279,9 @@ def test_the_workflow_makes_tracks_for_every_model_baseline_and_pooled_model(tmp
     assert "results/pooled/linear_pooled/model.safetensors" in dry.stdout  # its per-cell predictions.tsv
     everything = snakemake(folder, "-n")
     counts = job_counts(everything.stdout)
-    assert counts["tracks"] == 2 * (3 + 4)  # cell lines x (linear, softmax, linear_pooled + 4 baselines)
+    # cell lines x (linear, softmax, linear_pooled + 4 baselines + the 4 fitted pooled, beside the pooled model)
+    assert counts["tracks"] == 2 * (3 + 4 + 4)
+    assert counts["pooled_baseline"] == 4  # one job a baseline scores both cell lines
 
 
 def test_the_demo_pairs_lie_within_the_demo_genome(tiny_demo, tmp_path):

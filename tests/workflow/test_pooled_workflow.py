@@ -68,7 +68,7 @@ def test_a_pooled_model_is_trained_once_and_tested_on_each_cell_line(pooled_run)
 
 def test_the_summary_shows_pooled_and_distance_models_beside_the_sequence_only_ones(pooled_run):
     summary = pd.read_csv(pooled_run / "results" / "summary.tsv", sep="\t")
-    assert set(summary["model"]) == set(POOLED) | {"distance"}
+    assert set(summary["model"]) == set(POOLED) | {"distance", "distance_pooled"}
     models = summary[summary["kind"] == "transformer"]
     assert set(models["attention"]) == {"linear"} and len(models) == len(POOLED) * len(CELLS)
     pooled = models[models["model"] == "linear_pooled"]
@@ -78,11 +78,32 @@ def test_the_summary_shows_pooled_and_distance_models_beside_the_sequence_only_o
     assert {"auroc_diff_distance", "auroc_diff_distance_lo", "auroc_diff_distance_hi"} <= set(summary.columns)
 
 
+def test_beside_pooled_models_each_baseline_is_also_fitted_once_on_every_cell_line(pooled_run):
+    """The pooled distance baseline is one function of distance for both cell lines, fitted on both train splits,
+    and the pooled models meet it in the paired comparison."""
+    results = pooled_run / "results"
+    scored, train_pairs = [], 0
+    for cell in CELLS:
+        windows = pd.read_csv(results / cell / "windows.tsv", sep="\t")
+        train_pairs += int((windows["split"] == "train").sum())
+        predictions = pd.read_csv(results / cell / "distance_pooled" / "predictions.tsv", sep="\t")
+        assert set(predictions["pair_id"]) == set(windows.loc[windows["split"] == "test", "pair_id"])
+        scored.append(predictions.merge(windows[["pair_id", "distance"]], on="pair_id"))
+        described = json.loads((results / cell / "distance_pooled" / "metrics.json").read_text())["baseline"]
+        assert described["pooled"] is True and described["cell_lines"] == len(CELLS)
+    assert described["train_pairs"] == train_pairs
+    both = pd.concat(scored).sort_values("distance")
+    steps = np.diff(both["score"].to_numpy())
+    assert (steps <= 1e-12).all() or (steps >= -1e-12).all()  # one monotone function across both cell lines
+    paired = pd.read_csv(results / "paired_comparison.tsv", sep="\t")
+    assert {"distance", "distance_pooled"} <= set(paired.loc[paired["model"] == "linear_pooled", "baseline"])
+
+
 def test_epiformer_summary_of_some_models_equals_the_workflows_rows_for_them(pooled_run, tmp_path):
     # As `make real-random` runs some of the config's models: the summary of what the folder holds.
     results = tmp_path / "results"
     for cell in CELLS:
-        for name in ("linear_pooled_distance", "distance"):
+        for name in ("linear_pooled_distance", "distance", "distance_pooled"):
             shutil.copytree(pooled_run / "results" / cell / name, results / cell / name)
         for name in ("windows_stats.json", "windows.tsv"):  # the drop counts; the distances of the test pairs
             shutil.copy(pooled_run / "results" / cell / name, results / cell)
@@ -91,11 +112,12 @@ def test_epiformer_summary_of_some_models_equals_the_workflows_rows_for_them(poo
     )
     bootstrap = str(pooled_config(POOLED)["evaluate"]["bootstrap"])  # the workflow's, for the same intervals
     command = [sys.executable, "-m", "epiformer.cli", "summary", str(results), "--bootstrap", bootstrap, "--models"]
-    subprocess.run([*command, "linear_pooled_distance", "distance"], check=True, capture_output=True)
+    subprocess.run([*command, "linear_pooled_distance", "distance", "distance_pooled"], check=True, capture_output=True)
     ours = pd.read_csv(results / "summary.tsv", sep="\t")
     workflow = pd.read_csv(pooled_run / "results" / "summary.tsv", sep="\t")
-    workflow = workflow[workflow["model"].isin(["linear_pooled_distance", "distance"])].reset_index(drop=True)
-    assert list(ours["kind"]) == ["transformer", "baseline"] * len(CELLS)
+    workflow = workflow[workflow["model"].isin(["linear_pooled_distance", "distance", "distance_pooled"])]
+    workflow = workflow.reset_index(drop=True)
+    assert list(ours["kind"]) == ["transformer", "baseline", "baseline"] * len(CELLS)
     truth = ["oracle_auroc", "element_ceiling_auroc"]  # the workflow reads the demo's truth table; the command none
     assert ours[truth].isna().all().all()
     pd.testing.assert_frame_equal(ours.drop(columns=truth), workflow.drop(columns=truth))

@@ -26,7 +26,7 @@ try:
     from epiformer.data.chromosomes import fai_path, read_chrom_sizes
     from epiformer.data.splits import SplitSpec
     from epiformer.data.windows import WindowSpec
-    from epiformer.constants import BASELINES as BASELINE_NAMES
+    from epiformer.constants import BASELINES as BASELINE_NAMES, POOLED_SUFFIX
     from epiformer.io.configfile import RESERVED_CELL_NAMES, check_folder_names, check_numbers, schema_error_in_brief
     from epiformer.model.configs import (
         ModelConfig,
@@ -85,16 +85,22 @@ check_folder_names(  # a model's folder beside the baselines'
     config["models"],
     "model",
     "config (models:)",
-    {name: f"results/{{cell}}/{name}/: the {name} baseline" for name in BASELINE_NAMES},
+    {
+        folder: f"results/{{cell}}/{folder}/: the {folder} baseline"
+        for name in BASELINE_NAMES
+        for folder in (name, name + POOLED_SUFFIX)
+    },
 )
 samples = samples.set_index("cell_line", drop=False)
 
 CELL_LINES = list(samples.index)
 MODELS = list(config["models"])
 BASELINES = list(config["baselines"]["names"])
-EVALUATED = MODELS + BASELINES  # every table and plot shows models and baselines side by side
-# A pooled model is trained once on every cell line (results/pooled/{model}/) and evaluated on each.
+# A pooled model is trained once on every cell line (results/pooled/{model}/) and evaluated on each; beside
+# pooled models, each baseline is also fitted pooled, so that they meet a peer that saw the same pairs.
 POOLED_MODELS = [name for name in MODELS if config["models"][name].get("pooled", False)]
+POOLED_BASELINES = [name + POOLED_SUFFIX for name in BASELINES] if POOLED_MODELS else []
+EVALUATED = MODELS + BASELINES + POOLED_BASELINES  # every table and plot shows models and baselines side by side
 CELL_MODELS = [name for name in MODELS if name not in POOLED_MODELS]
 # A model of one cell line scored on every other's test pairs (results/transfer/): with a sheet of one
 # cell line that matrix is the model's own test AUROC again, at the cost of scoring it again.

@@ -30,12 +30,16 @@ stored flank is cropped off, as for validation and test batches), never a re-ext
   label left out), otherwise the fit would trust rates no test pair can have. Under a
   chromosome split no test element occurs in training, so every test pair gets the same
   score and AUROC is 0.5: that is the point of this baseline.
+
+Beside pooled models, `run_pooled_baseline` fits each baseline once on every cell line's train
+split (C chosen on all their validation pairs) and scores each cell line as `run_baseline` does.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -203,6 +207,25 @@ def baseline_features(
     raise ValueError(f"Unknown baseline {name!r}: choose one of {', '.join(BASELINES)}.")
 
 
+@dataclass
+class CellPairs:
+    """One cell line's pairs as a baseline reads them: shards, windows.tsv rows and labels by split."""
+
+    shard_dir: Path
+    windows: pd.DataFrame
+    shards: dict[str, ShardSet]
+    tables: dict[str, pd.DataFrame]
+    labels: dict[str, np.ndarray]
+
+    @classmethod
+    def load(cls, windows_path, shard_dir) -> CellPairs:
+        shards = {split: load_split(shard_dir, split) for split in SPLITS}
+        windows = read_windows(windows_path)
+        tables = split_tables(windows, shards, windows_path)
+        labels = {split: shard_set.label.astype(int) for split, shard_set in shards.items()}
+        return cls(Path(shard_dir), windows, shards, tables, labels)
+
+
 def run_baseline(
     name: str,
     windows_path,
@@ -218,29 +241,89 @@ def run_baseline(
     """Fit one baseline on train, choose C and the threshold on val, score test; write predictions.tsv
     and metrics.json (see module docstring); intervals resample whole groups of `bootstrap_unit`
     (`metrics.dependence_groups`)."""
+    check_name(name)
+    cell = CellPairs.load(windows_path, shard_dir)
+    features, description = baseline_features(name, cell.tables, cell.shards, kmer_size, pseudo_pairs)
+    scores, c = fit_logistic(features, cell.labels, C_GRIDS[name], seed)
+    fitted = {"name": name, "features": int(features["train"].shape[1]), "C": c, "seed": seed}
+    fitted |= {"train_pairs": len(cell.tables["train"]), **description}
+    return write_scored(cell, scores, fitted, predictions_path, metrics_path, resamples, seed, bootstrap_unit)
+
+
+def run_pooled_baseline(
+    name: str,
+    windows_paths: list,
+    shard_dirs: list,
+    predictions_paths: list,
+    metrics_paths: list,
+    kmer_size: int = 5,
+    pseudo_pairs: float = 1.0,
+    resamples: int = 1000,
+    seed: int = 0,
+    bootstrap_unit: str = "pair",
+) -> list[dict]:
+    """One baseline fitted on every cell line's train split at once (C chosen on all their validation pairs, as a
+    pooled model is selected), then scored on each cell line as `run_baseline` scores one (its own validation
+    pairs pick its threshold): the i-th cell line's files at predictions_paths[i] and metrics_paths[i]; their
+    metrics, in that order. For `propensity`, an element's rate counts its pairs in every cell line."""
+    check_name(name)
+    if not len(windows_paths) == len(shard_dirs) == len(predictions_paths) == len(metrics_paths) > 0:
+        raise ValueError("run_pooled_baseline: give one windows.tsv, shard folder and pair of outputs a cell line.")
+    cells = [CellPairs.load(windows, shards) for windows, shards in zip(windows_paths, shard_dirs)]
+    features, description = pooled_features(name, cells, kmer_size, pseudo_pairs)
+    labels = {split: np.concatenate([cell.labels[split] for cell in cells]) for split in SPLITS}
+    scores, c = fit_logistic(features, labels, C_GRIDS[name], seed)
+    fitted = {"name": name, "features": int(features["train"].shape[1]), "C": c, "seed": seed, "pooled": True}
+    fitted |= {"cell_lines": len(cells), "train_pairs": len(labels["train"]), **description}
+    return [
+        write_scored(cell, cell_scores, fitted, predictions, metrics, resamples, seed, bootstrap_unit)
+        for cell, cell_scores, predictions, metrics in zip(
+            cells, split_by_cell(scores, cells), predictions_paths, metrics_paths
+        )
+    ]
+
+
+def check_name(name: str) -> None:
     if name not in BASELINES:
         raise ValueError(f"Unknown baseline {name!r}: choose one of {', '.join(BASELINES)}.")
-    shards = {split: load_split(shard_dir, split) for split in SPLITS}
-    windows = read_windows(windows_path)
-    tables = split_tables(windows, shards, windows_path)
-    labels = {split: shard_set.label.astype(int) for split, shard_set in shards.items()}
-    features, description = baseline_features(name, tables, shards, kmer_size, pseudo_pairs)
-    scores, c = fit_logistic(features, labels, C_GRIDS[name], seed)
+
+
+def pooled_features(
+    name: str, cells: list[CellPairs], kmer_size: int, pseudo_pairs: float
+) -> tuple[dict[str, np.ndarray], dict]:
+    """`baseline_features` of every cell line's pairs, stacked in cell-line order by split. Propensity rates are
+    counted over the stacked tables (an element's pairs in every cell line); the other features are a pair's own."""
+    if name == "propensity":
+        tables = {split: pd.concat([cell.tables[split] for cell in cells], ignore_index=True) for split in SPLITS}
+        return baseline_features(name, tables, {}, kmer_size, pseudo_pairs)
+    per_cell = [baseline_features(name, cell.tables, cell.shards, kmer_size, pseudo_pairs) for cell in cells]
+    features = {split: np.vstack([cell_features[split] for cell_features, _ in per_cell]) for split in SPLITS}
+    return features, per_cell[0][1]
+
+
+def split_by_cell(scores: dict[str, np.ndarray], cells: list[CellPairs]) -> list[dict[str, np.ndarray]]:
+    """Stacked scores by split (`pooled_features`' order) -> each cell line's scores by split."""
+    ends = {split: np.cumsum([len(cell.labels[split]) for cell in cells]) for split in scores}
+    return [
+        {split: scores[split][(ends[split][index - 1] if index else 0) : ends[split][index]] for split in scores}
+        for index in range(len(cells))
+    ]
+
+
+def write_scored(
+    cell: CellPairs, scores, fitted: dict, predictions_path, metrics_path, resamples, seed, bootstrap_unit
+) -> dict:
+    """Score a cell line's validation and test pairs (threshold on val), write its predictions.tsv and metrics.json
+    (what was fitted under `baseline`), and return the metrics."""
     frames = {
-        split: pd.DataFrame({"pair_id": shards[split].pair_id, "label": labels[split], "score": scores[split]})
+        split: pd.DataFrame(
+            {"pair_id": cell.shards[split].pair_id, "label": cell.labels[split], "score": scores[split]}
+        )
         for split in SCORED_SPLITS
     }
-    metrics = compute_metrics(frames["test"], frames["val"], resamples, seed, windows, bootstrap_unit)
-    metrics = {**metrics, **data_fields(shard_dir)}
-    metrics["baseline"] = {
-        "name": name,
-        "features": int(features["train"].shape[1]),
-        "C": c,
-        "seed": seed,
-        "train_pairs": len(tables["train"]),
-        "epiformer_version": __version__,
-        **description,
-    }
+    metrics = compute_metrics(frames["test"], frames["val"], resamples, seed, cell.windows, bootstrap_unit)
+    metrics = {**metrics, **data_fields(cell.shard_dir)}
+    metrics["baseline"] = {**fitted, "epiformer_version": __version__}
     write_predictions(frames["test"], predictions_path)
     atomic_write_text(Path(metrics_path), json.dumps(metrics, indent=2))
     return metrics

@@ -19,13 +19,16 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from sklearn.metrics import average_precision_score, precision_recall_curve, roc_auc_score, roc_curve  # noqa: E402
 
-from epiformer.constants import BASELINES  # noqa: E402
+from epiformer.constants import POOLED_SUFFIX, baseline_of  # noqa: E402
 from epiformer.evaluation.distance import REFERENCE  # noqa: E402
 from epiformer.io.files import atomic_write  # noqa: E402
 
 
 def line_style(name: str) -> str:
-    return "--" if name in BASELINES else "-"
+    """Models solid, baselines dashed, a pooled baseline dash-dotted (in its baseline's colour: `palette`)."""
+    if baseline_of(name) is None:
+        return "-"
+    return "-." if name.endswith(POOLED_SUFFIX) else "--"
 
 
 # Each baseline's own colour in every figure; distance, the reference within distance bins, in black.
@@ -47,16 +50,17 @@ MODEL_COLOURS = (
 
 
 def palette(names) -> dict[str, str]:
-    """Each name's colour: a baseline its own (BASELINE_COLOURS), models MODEL_COLOURS in the order given.
+    """Each name's colour: a baseline its own (BASELINE_COLOURS; pooled or not), models MODEL_COLOURS in the order
+    given.
 
     Every figure of a run passes its names in the run's order (the summary's: models, then
     baselines), so a model keeps its colour from the ROC curves to the distance bins and the cost
     figure, and no two models of a run share one (up to ten; then the colours repeat).
     """
     names = list(dict.fromkeys(names))
-    models = [name for name in names if name not in BASELINE_COLOURS]
+    models = [name for name in names if baseline_of(name) is None]
     colours = {name: MODEL_COLOURS[index % len(MODEL_COLOURS)] for index, name in enumerate(models)}
-    return {name: BASELINE_COLOURS.get(name, colours.get(name)) for name in names}
+    return {name: BASELINE_COLOURS[baseline_of(name)] if name not in colours else colours[name] for name in names}
 
 
 def save_figure(fig, out_png: str | Path) -> None:
