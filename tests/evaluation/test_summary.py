@@ -15,18 +15,21 @@ from epiformer.evaluation.distance import MATCHED_COLUMNS
 from epiformer.evaluation.metrics import compute_metrics
 from epiformer.evaluation.summary import (
     PAIRED_COLUMNS,
+    PEER_COLUMNS,
     REPLICATE_COLUMNS,
     ModelResult,
     best_baseline,
     oracle_auroc,
     paired_comparison,
     paired_predictions,
+    peer_markdown,
     replicate_values,
     replicates_markdown,
     spread_verdict,
     summary_row,
     to_markdown,
     with_paired_columns,
+    with_peer_columns,
     write_summary,
 )
 from epiformer.model.configs import ModelConfig
@@ -40,6 +43,8 @@ EXISTING_COLUMNS = [
     "attention",
     "input",
     "between",
+    "reads",
+    "pooled",
     "auroc",
     "auroc_lo",
     "auroc_hi",
@@ -151,6 +156,8 @@ def test_a_model_row_takes_its_values_from_metrics_json_and_model_json(tmp_path)
         "attention": "softmax",
         "input": "elements",
         "between": None,
+        "reads": "sequence",
+        "pooled": False,
         "auroc": 0.8125,
         "auroc_lo": 0.75,
         "auroc_hi": 0.875,
@@ -336,7 +343,10 @@ def test_summary_files_carry_the_paired_comparison(tmp_path):
     summary, paired = pd.read_csv(paths[0], sep="\t"), pd.read_csv(paths[2], sep="\t")
     columns = [f"{m}_diff_{b}{s}" for b in ("kmer", "flat") for m in ("auroc", "auprc") for s in ("", "_lo", "_hi")]
     # every existing column kept, in place; the within-distance ones after (empty without windows.tsv)
-    assert list(summary.columns) == EXISTING_COLUMNS + columns + MATCHED_COLUMNS
+    assert list(summary.columns) == EXISTING_COLUMNS + columns + MATCHED_COLUMNS + PEER_COLUMNS
+    # "flat" is no baseline the package knows: what it reads is unknown, so kmer is the peer
+    assert summary.loc[summary["kind"] == "transformer", "peer_baseline"].tolist() == ["kmer", "kmer"]
+    assert summary.loc[summary["kind"] == "transformer", "peer_verdict"].tolist() == ["above", "above"]
     assert summary[MATCHED_COLUMNS].isna().all().all()
     assert list(summary["kind"]) == ["transformer", "baseline", "baseline"] * 2
     assert summary.loc[summary["kind"] == "baseline", columns].isna().all().all()
@@ -356,6 +366,56 @@ def test_summary_files_carry_the_paired_comparison(tmp_path):
     assert len(lines) == 4 and all(line.count("yes: model better") == 2 for line in lines)
     kmer = paired.set_index(["cell_line", "baseline", "metric"]).loc[("cell_x", "kmer", "auroc")]
     assert f"{kmer['difference']:+.3f} [{kmer['lo']:+.3f}, {kmer['hi']:+.3f}]" in markdown
+
+
+def peer_table(rows):
+    """Summary rows (cell line c) from (model, kind, reads, pooled, auroc, replicate AUROCs) and, for models, the
+    AUROC difference interval against every baseline: (lo, hi)."""
+    records = []
+    for name, kind, reads, pooled, auroc, replicates, interval in rows:
+        record = {"cell_line": "c", "model": name, "kind": kind, "reads": reads, "pooled": pooled, "auroc": auroc}
+        record["replicate_aurocs"] = replicates
+        for baseline in ("distance", "kmer", "distance_kmer", "kmer_pooled"):
+            low, high = interval or (None, None)
+            record[f"auroc_diff_{baseline}_lo"], record[f"auroc_diff_{baseline}_hi"] = low, high
+            record[f"auroc_diff_{baseline}"] = None if interval is None else (low + high) / 2
+        records.append(record)
+    return pd.DataFrame(records)
+
+
+def test_each_model_meets_the_strongest_baseline_that_reads_no_more_than_it_fitted_as_it_was():
+    table = peer_table(
+        [
+            ("seq", "transformer", "sequence", False, 0.80, None, (0.01, 0.05)),
+            ("seq_distance", "transformer", "sequence+distance", False, 0.85, "0.8400;0.8600", (0.01, 0.05)),
+            ("seq_pooled", "transformer", "sequence", True, 0.82, "0.7000;0.9000", (0.01, 0.05)),
+            ("weak", "transformer", "sequence", False, 0.60, None, (-0.2, -0.1)),
+            ("close", "transformer", "sequence", False, 0.71, None, (-0.02, 0.04)),
+            ("distance", "baseline", "distance", False, 0.90, None, None),  # the best, but reads distance only
+            ("kmer", "baseline", "sequence", False, 0.70, None, None),
+            ("distance_kmer", "baseline", "sequence+distance", False, 0.75, None, None),
+            ("kmer_pooled", "baseline", "sequence", True, 0.65, None, None),
+        ]
+    )
+    table = with_peer_columns(table).set_index("model")
+    assert table.loc[table["kind"] == "baseline", PEER_COLUMNS].isna().all().all()
+    assert table["peer_baseline"].dropna().to_dict() == {
+        "seq": "kmer",
+        "seq_distance": "distance",  # reads distance too: every baseline is a peer, distance the strongest
+        "seq_pooled": "kmer_pooled",
+        "weak": "kmer",
+        "close": "kmer",
+    }
+    assert table["peer_verdict"].dropna().to_dict() == {
+        "seq": "above",  # one model: the interval decides
+        "seq_distance": "tie: replicates",  # the interval excludes 0, but both replicates lie below distance's 0.90
+        "seq_pooled": "above",  # every replicate above kmer_pooled's 0.65
+        "weak": "below",
+        "close": "tie: interval",
+    }
+    lines = peer_markdown(table.reset_index().assign(bootstrap_unit="promoter"))
+    assert "| c | seq | sequence | kmer | 0.700 | 0.800 | +0.030 [+0.010, +0.050] | above |" in lines
+    assert "whole promoter groups" in "\n".join(lines)
 
 
 def test_a_model_equal_to_its_baseline_is_not_called_different(tmp_path):

@@ -2,7 +2,10 @@
 
 `summary.tsv` columns: cell_line, model, kind (transformer or baseline), attention (linear,
 softmax; empty for baselines), input (what the model reads: elements, the two windows, or
-span, everything from one window to the other; elements for baselines), auroc, auroc_lo,
+span, everything from one window to the other; elements for baselines), between (a span
+model's between-sequence: sequence, or shuffled for its length control), reads (what the result
+reads, `+`-joined: sequence, distance, element_rates; a span model reads distance as its length),
+pooled (fitted on every cell line at once: a pooled model or baseline), auroc, auroc_lo,
 auroc_hi, auprc, auprc_lo, auprc_hi, f1, mcc, balanced_accuracy, n_test, positives,
 bootstrap_unit and bootstrap_groups (what every interval of the row resampled whole,
 `evaluate.bootstrap_unit`: promoter, element or pair, and how many of them the test pairs
@@ -25,7 +28,10 @@ baseline rows). Then the measures within distance (`evaluation.distance`; empty 
 cell line's windows.tsv): matched_auroc, matched_auroc_lo, matched_auroc_hi (each positive
 against the negatives of its own distance stratum), matched_auroc_diff_distance[_lo, _hi]
 (minus the distance baseline's, paired bootstrap; every row but the distance baseline's),
-binned_auroc_mean and binned_auprc_mean (over the distance bins that hold both classes).
+binned_auroc_mean and binned_auprc_mean (over the distance bins that hold both classes). Last,
+peer_baseline and peer_verdict (models only; `with_peer_columns`): the strongest baseline fitted
+as the model was that reads nothing it does not, and "above", "below", "tie: interval" or "tie:
+replicates" against it, from the paired interval and the replicates' spread.
 Before the paired columns, REPLICATE_COLUMNS (models only; `train.replicates`): replicates,
 replicate_auroc_mean, replicate_auroc_sd, replicate_auprc_mean, replicate_auprc_sd (sd empty
 for one replicate), replicate_aurocs and replicate_auprcs (each replicate's, `;`-joined); the
@@ -55,7 +61,7 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import roc_auc_score
 
-from epiformer.constants import DISTANCE_BINS, DISTANCE_STRATA
+from epiformer.constants import DISTANCE_BINS, DISTANCE_STRATA, baseline_of
 from epiformer.evaluation.distance import MATCHED_COLUMNS, REFERENCE, distance_evaluation, with_distances
 from epiformer.evaluation.metrics import (
     fast_average_precision,
@@ -133,6 +139,8 @@ def summary_row(result: ModelResult) -> dict:
         "between": description["model"].get("between", "sequence")
         if description and _reads_span(description)
         else None,
+        "reads": "+".join(reads(result.model, description)),
+        "pooled": _pooled(result, metrics),
         "auroc": metrics["auroc"],
         "auroc_lo": metrics["auroc_ci95"][0],
         "auroc_hi": metrics["auroc_ci95"][1],
@@ -158,6 +166,33 @@ def summary_row(result: ModelResult) -> dict:
 
 def _reads_span(description: dict) -> bool:
     return description["model"]["input"] == "span"
+
+
+# What each baseline's features read (`evaluation.baselines`): a pair's distance, its elements' sequence, or its
+# elements' positive rates in training.
+BASELINE_READS = {
+    "distance": ("distance",),
+    "kmer": ("sequence",),
+    "distance_kmer": ("sequence", "distance"),
+    "propensity": ("element_rates",),
+}
+
+
+def reads(name: str, description: dict | None) -> tuple[str, ...]:
+    """What a result reads: a model its elements' sequence, and distance when given it (`distance: true`) or when
+    it reads spans (a span's length is its distance); a baseline its features (BASELINE_READS)."""
+    if description is None:
+        return BASELINE_READS.get(baseline_of(name) or "", ())  # an unknown baseline is no model's peer
+    model = description["model"]
+    return ("sequence", "distance") if model.get("distance") or _reads_span(description) else ("sequence",)
+
+
+def _pooled(result: ModelResult, metrics: dict) -> bool:
+    """Whether the result was fitted on every cell line at once: a pooled model (its model.json in
+    results/pooled/{model}/) or a pooled baseline."""
+    if result.description:
+        return Path(result.description).parent.parent.name == "pooled"
+    return bool(metrics.get("baseline", {}).get("pooled", False))
 
 
 REPLICATE_COLUMNS = [
@@ -369,6 +404,46 @@ def with_paired_columns(table: pd.DataFrame, paired: pd.DataFrame) -> pd.DataFra
     return table
 
 
+def peer_baseline(table: pd.DataFrame, row) -> str | None:
+    """A model's peer: of its cell line's baselines fitted as it was (pooled or not; any, if none was), those that
+    read nothing the model does not, the one with the highest test AUROC (the hardest bar such a baseline sets).
+    None for a baseline row, or without one."""
+    if row["kind"] != "transformer":
+        return None
+    baselines = table[(table["cell_line"] == row["cell_line"]) & (table["kind"] == "baseline")].dropna(subset=["auroc"])
+    if (baselines["pooled"] == row["pooled"]).any():
+        baselines = baselines[baselines["pooled"] == row["pooled"]]
+    model_reads = set(row["reads"].split("+"))
+    baselines = baselines[[set(reads.split("+")) <= model_reads for reads in baselines["reads"]]]
+    return None if baselines.empty else str(baselines.loc[baselines["auroc"].idxmax(), "model"])
+
+
+def peer_verdict(table: pd.DataFrame, row, peer: str | None) -> str | None:
+    """A model against its peer baseline, from the paired interval of their AUROC difference and, for replicates,
+    their spread: "above" or "below" only when the interval excludes 0 and every replicate lies on that side;
+    otherwise "tie: interval" (it holds 0) or "tie: replicates" (the peer lies within their spread)."""
+    if peer is None:
+        return None
+    low, high = row[f"auroc_diff_{peer}_lo"], row[f"auroc_diff_{peer}_hi"]
+    bar = table.loc[(table["cell_line"] == row["cell_line"]) & (table["model"] == peer), "auroc"].iloc[0]
+    spread = spread_verdict(replicate_values(row), bar)
+    for side, excludes in (("above", low > 0), ("below", high < 0)):
+        if excludes:
+            return side if spread in ("", f"every replicate {side}") else "tie: replicates"
+    return "tie: interval"
+
+
+PEER_COLUMNS = ["peer_baseline", "peer_verdict"]
+
+
+def with_peer_columns(table: pd.DataFrame) -> pd.DataFrame:
+    """`table` with PEER_COLUMNS: each model's peer baseline (`peer_baseline`) and its verdict against it
+    (`peer_verdict`); empty on baseline rows."""
+    peers = [peer_baseline(table, row) for _, row in table.iterrows()]
+    verdicts = [peer_verdict(table, row, peer) for (_, row), peer in zip(table.iterrows(), peers)]
+    return table.assign(peer_baseline=peers, peer_verdict=verdicts)
+
+
 def with_distance_columns(
     table: pd.DataFrame,
     results: list[ModelResult],
@@ -424,6 +499,7 @@ def write_summary(
     table, bins_table = with_distance_columns(
         table, results, distance_bins, distance_strata, resamples, seed, bootstrap_unit
     )
+    table = with_peer_columns(table)
     atomic_write_text(Path(tsv_path), table.to_csv(sep="\t", index=False, float_format="%.4g"))
     atomic_write_text(Path(markdown_path), to_markdown(table, paired))
     if paired_path is not None:
@@ -509,11 +585,42 @@ def to_markdown(table: pd.DataFrame, paired: pd.DataFrame | None = None) -> str:
             f"{_number(row.oracle_auroc)} | {row.parameters} | {_number(row.train_seconds, '.0f')} |"
         )
     lines += dropped_markdown(table)
+    lines += peer_markdown(table)
     if paired is not None and len(paired):
         lines += ["", *paired_markdown(paired)]
     lines += replicates_markdown(table)
     lines += within_distance_markdown(table)
     return "\n".join(lines) + "\n"
+
+
+def peer_markdown(table: pd.DataFrame) -> list[str]:
+    """The summary.md section that sets each model against its peer baseline (`with_peer_columns`)."""
+    if "peer_baseline" not in table or table["peer_baseline"].isna().all():
+        return []
+    unit = table["bootstrap_unit"].iloc[0]
+    lines = [
+        "",
+        "## Each model against its peer baseline",
+        "",
+        "A model's peer: the strongest baseline (test AUROC) fitted as the model was (pooled or per cell line) that "
+        "reads nothing the model does not; a model given distance, or reading spans (a span's length is its "
+        f"distance), meets distance_kmer where it ran. Δ AUROC: model − peer on the same test pairs, its 95% "
+        f"interval from paired resamples of whole {unit} groups. The verdict is computed: above or below only when "
+        "the interval excludes 0 and every replicate lies on that side of the peer.",
+        "",
+        "| cell line | model | reads | peer baseline | peer AUROC | model AUROC | Δ AUROC [95% CI] | verdict |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    auroc = table.set_index(["cell_line", "model"])["auroc"]
+    for _, row in table.dropna(subset=["peer_baseline"]).iterrows():
+        peer = row["peer_baseline"]
+        difference = (row[f"auroc_diff_{peer}"], row[f"auroc_diff_{peer}_lo"], row[f"auroc_diff_{peer}_hi"])
+        lines.append(
+            f"| {row['cell_line']} | {row['model']} | {row['reads']} | {peer} | "
+            f"{auroc[(row['cell_line'], peer)]:.3f} | {row['auroc']:.3f} | "
+            f"{difference[0]:+.3f} [{difference[1]:+.3f}, {difference[2]:+.3f}] | {row['peer_verdict']} |"
+        )
+    return lines
 
 
 def replicates_markdown(table: pd.DataFrame) -> list[str]:
