@@ -392,3 +392,69 @@ def test_report_shows_the_paired_table_with_its_caption(finished, tmp_path):
     caption = re.sub("<[^>]+>", "", entry["caption"])
     assert "paired" in caption and "excludes_zero" in caption and len(caption.split()) > 25
     assert entry["data_uri"].startswith("data:text/html") and "<th>excludes_zero</th>" in report_file(entry)
+
+
+def readme_output_tree() -> list[tuple[str, str]]:
+    """(path pattern, description) of each entry of the README's "What you get" tree, continuation lines joined."""
+    text = (REPO / "README.md").read_text()
+    block = text.split("## What you get", 1)[1].split("```", 2)[1]
+    entries = []
+    for line in block.splitlines()[2:]:  # after "results/"
+        if not line.strip():
+            continue
+        if line.startswith(" " * 10):  # a description's continuation
+            entries[-1] = (entries[-1][0], entries[-1][1] + " " + line.strip())
+            continue
+        path, _, description = line.strip().partition("  ")
+        entries.append((path.strip(), description.strip()))
+    return entries
+
+
+def output_patterns(spec: str) -> list[re.Pattern]:
+    """Regexes of the results/ paths one tree entry names: `{cell}/a.tsv, b.json` shares `{cell}/`, a name ending
+    in / is a folder (anything under it), `*` any name, `{...}` one path part, `...` whatever the entry's folder
+    holds."""
+    patterns, folder = [], ""
+    for index, name in enumerate(part.strip() for part in spec.split(",")):
+        if index == 0:
+            folder, name = name.rpartition("/")[0] + "/" if "/" in name.rstrip("/") else "", name
+            name = name[len(folder) :] if name.startswith(folder) else name
+        full = folder + name
+        regex = re.escape(full).replace(r"\.\.\.", ".+").replace(r"\*", "[^/]+")
+        regex = re.sub(r"\\\{[a-z_]+\\\}", "[^/]+", regex)
+        patterns.append(re.compile(regex + (".+" if full.endswith("/") else "")))
+    return patterns
+
+
+def test_the_readmes_output_tree_names_every_file_the_run_writes(finished):
+    """Every file a default run writes under results/ is named by an entry of the README's tree, and each entry
+    that the default run makes (not one that needs explain, a VCF, pooled or span models, or transfer) exists."""
+    entries = readme_output_tree()
+    patterns = {spec: output_patterns(spec) for spec, _ in entries}
+    results = finished / "results"
+    written = [
+        path.relative_to(results).as_posix()
+        for path in results.rglob("*")
+        if path.is_file() and path.name != ".snakemake_timestamp"
+    ]
+    unnamed = [path for path in written if not any(p.fullmatch(path) for ps in patterns.values() for p in ps)]
+    assert not unnamed, f"README.md's output tree names none of: {unnamed}"
+    for spec, _ in entries:
+        for name, pattern in zip(spec.split(","), patterns[spec]):
+            if any(part in name for part in NOT_IN_A_DEFAULT_RUN):
+                continue
+            assert any(pattern.fullmatch(path) for path in written), f"README.md names {name!r} ({spec}): none written"
+
+
+# What the README's tree names that a default run does not make: span models' files, replicates, `snakemake
+# explain`, a VCF's variants, pooled models, and the report (`snakemake --report` after the run).
+NOT_IN_A_DEFAULT_RUN = (
+    "span_shards/",
+    "genomes/",
+    "replicates/",
+    "motifs",
+    "attributions",
+    "variants",
+    "pooled/",
+    "report.html",
+)
