@@ -8,6 +8,7 @@ baseline in the same colour in every figure of a run (`palette`).
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -28,7 +29,11 @@ def line_style(name: str) -> str:
     """Models solid, baselines dashed, a pooled baseline dash-dotted (in its baseline's colour: `palette`)."""
     if baseline_of(name) is None:
         return "-"
-    return "-." if name.endswith(POOLED_SUFFIX) else "--"
+    return "-." if is_pooled_baseline(name) else "--"
+
+
+def is_pooled_baseline(name: str) -> bool:
+    return baseline_of(name) is not None and name.endswith(POOLED_SUFFIX)
 
 
 # Each baseline's own colour in every figure; distance, the reference within distance bins, in black.
@@ -155,11 +160,12 @@ def plot_scaling(table_path: str | Path, out_png: str | Path, measured: str = ""
     `measured` says where the numbers come from when not from this run (the title's second line)."""
     table = pd.read_csv(table_path, sep="\t")
     fig, (time_ax, memory_ax) = plt.subplots(1, 2, figsize=(11, 4.5))
-    styles = {"linear": "-", "softmax": "--"}
     for (component, attention), part in table.groupby(["component", "attention"]):
-        label = f"{component}, {attention}"
-        time_ax.plot(part["tokens"], part["seconds"], styles[attention], marker="o", label=label)
-        memory_ax.plot(part["tokens"], part["peak_mb"].clip(lower=0.1), styles[attention], marker="o", label=label)
+        # the attention by colour and line (M7's solid blue, softmax's dashed orange), what was timed by marker
+        style = {"linestyle": SCALING_LINES[attention], "color": SCALING_COLOURS[attention]}
+        style |= {"marker": SCALING_MARKERS.get(component, "o"), "label": f"{component}, {attention}"}
+        time_ax.plot(part["tokens"], part["seconds"], **style)
+        memory_ax.plot(part["tokens"], part["peak_mb"].clip(lower=0.1), **style)
     anchor = table[(table.component == "attention") & (table.attention == "linear")].sort_values("tokens")
     if len(anchor):
         tokens = anchor["tokens"].to_numpy(float)
@@ -174,9 +180,17 @@ def plot_scaling(table_path: str | Path, out_png: str | Path, measured: str = ""
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=7)
     device = table["device"].iloc[0] if len(table) else "?"
-    fig.suptitle(f"M7 linear vs softmax attention, batch 1, {device}" + (f"\n{measured}" if measured else ""))
+    subtitle = "\n" + "\n".join(textwrap.wrap(measured, 100)) if measured else ""  # a long line runs off the figure
+    fig.suptitle(f"M7 linear vs softmax attention, batch 1, {device}{subtitle}", fontsize=10)
     fig.tight_layout()
     save_figure(fig, out_png)
+
+
+# plot_scaling's series: linear attention (M7) and softmax each in one colour and line, whatever was timed (the
+# attention op, the whole model, its projections) by marker.
+SCALING_COLOURS = {"linear": "tab:blue", "softmax": "tab:orange"}
+SCALING_LINES = {"linear": "-", "softmax": "--"}
+SCALING_MARKERS = {"attention": "o", "model": "s", "projections": "^"}
 
 
 def reliability(labels: np.ndarray, scores: np.ndarray, bins: int = 10) -> pd.DataFrame:
@@ -254,6 +268,8 @@ def plot_comparison(summary_tsv: str | Path, out_png: str | Path) -> None:
                     fmt="D" if entry["kind"] == "baseline" else "o",
                     color=colours[entry["model"]],
                     capsize=3,
+                    # a pooled baseline in its baseline's colour, hollow (line_style dash-dots it elsewhere)
+                    markerfacecolor="white" if is_pooled_baseline(entry["model"]) else None,
                 )
             if metric == "auroc":
                 ax.axvline(0.5, color="grey", linestyle=":", label="chance")
@@ -273,7 +289,8 @@ def plot_comparison(summary_tsv: str | Path, out_png: str | Path) -> None:
             ax.set(xlabel=f"test {metric.upper()} (95% bootstrap interval)", title=f"{cell}: {metric.upper()}")
             ax.grid(alpha=0.3, axis="x")
             ax.legend(fontsize=7, loc="best")
-    fig.suptitle("Transformers (circles) against baselines (diamonds), held-out test pairs")
+    pooled = " (hollow: fitted on every cell line)" if any(map(is_pooled_baseline, table["model"])) else ""
+    fig.suptitle(f"Transformers (circles) against baselines (diamonds{pooled}), held-out test pairs")
     fig.tight_layout(rect=(0, 0, 1, 0.99))  # keep the title clear of the first row's panel titles
     save_figure(fig, out_png)
 
