@@ -6,6 +6,7 @@ reads on its own and a helper has one definition.
 
 from __future__ import annotations
 
+import ast
 import base64
 import json
 import math
@@ -397,3 +398,26 @@ def visible_text(dom: str) -> str:
     """The text a reader sees in a dumped DOM: scripts, styles and tags left out, spaces collapsed."""
     dom = re.sub(r"<(script|style)\b[^>]*>.*?</\1>", " ", dom, flags=re.S)
     return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", dom))
+
+
+def modules_spelling(file_name: str, owner: Path) -> list[str]:
+    """`path:line` of every place in the package (src/) or the rule scripts (scripts/), outside `owner`, whose code
+    spells `file_name` as a string of its own (docstrings and comments may): what a file format's one owner
+    keeps at zero."""
+    spelled = []
+    for path in [*sorted((REPO / "src").rglob("*.py")), *sorted((REPO / "scripts").glob("*.py"))]:
+        tree = ast.parse(path.read_text())
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree) if _has_docstring(node)}
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Constant) and isinstance(node.value, str)) or path == owner:
+                continue
+            if node.value.strip() == file_name and id(node) not in docstrings:
+                spelled.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    return spelled
+
+
+def _has_docstring(node) -> bool:
+    body = getattr(node, "body", None)
+    if not isinstance(body, list) or not body:
+        return False
+    return isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)

@@ -1,8 +1,6 @@
 """model.json's one owner (epiformer.io.model_description)."""
 
-import ast
 import json
-from pathlib import Path
 
 import pytest
 
@@ -12,8 +10,8 @@ from epiformer.io.model_description import (
     read_description_if_any,
     write_description,
 )
+from tests.helpers import REPO, modules_spelling
 
-REPO = Path(__file__).resolve().parents[2]
 DESCRIPTION = {"model": {"attention": "linear"}, "windows": {"enhancer_width": 300, "promoter_width": 200}}
 
 
@@ -38,20 +36,4 @@ def test_a_file_that_is_not_a_description_is_named_with_the_fix(tmp_path, text, 
 def test_no_other_module_names_model_json():
     """Every reader and writer of model.json goes through its owner: no other module of the package or the
     rule scripts spells the file's name in code (docstrings and comments may)."""
-    owner = REPO / "src" / "epiformer" / "io" / "model_description.py"
-    spelled = []
-    for path in [*sorted((REPO / "src").rglob("*.py")), *sorted((REPO / "scripts").glob("*.py"))]:
-        tree = ast.parse(path.read_text())
-        docstrings = {id(node.body[0].value) for node in ast.walk(tree) if _has_docstring(node)}
-        for node in ast.walk(tree):
-            is_name = isinstance(node, ast.Constant) and isinstance(node.value, str) and "model.json" in node.value
-            if is_name and id(node) not in docstrings and path != owner and node.value.strip() == "model.json":
-                spelled.append(f"{path.relative_to(REPO)}:{node.lineno}")
-    assert spelled == []
-
-
-def _has_docstring(node) -> bool:
-    body = getattr(node, "body", None)
-    if not isinstance(body, list) or not body:
-        return False
-    return isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+    assert modules_spelling("model.json", REPO / "src" / "epiformer" / "io" / "model_description.py") == []

@@ -37,7 +37,6 @@ split (C chosen on all their validation pairs) and scores each cell line as `run
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,7 +52,8 @@ from epiformer import __version__
 from epiformer.constants import BASELINES, ELEMENTS, SCORED_SPLITS, SPLITS
 from epiformer.data.shards import ShardError, ShardSet, data_fields, load_split
 from epiformer.evaluation.metrics import compute_metrics
-from epiformer.io.files import atomic_write_text, read_windows
+from epiformer.io.files import read_windows
+from epiformer.io.metrics_file import write_metrics
 from epiformer.io.predictions import write_predictions
 from epiformer.sequence.onehot import crop, unpack
 
@@ -325,5 +325,5 @@ def write_scored(
     metrics = {**metrics, **data_fields(cell.shard_dir)}
     metrics["baseline"] = {**fitted, "epiformer_version": __version__}
     write_predictions(frames["test"], predictions_path)
-    atomic_write_text(Path(metrics_path), json.dumps(metrics, indent=2))
+    write_metrics(metrics_path, metrics)
     return metrics

@@ -13,7 +13,6 @@ the replicates' probabilities (validation and test), and metrics.json gains `rep
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +25,8 @@ from epiformer.data.shards import data_fields, load_split, manifest_checksum, sh
 from epiformer.evaluation.metrics import compute_metrics
 from epiformer.inference.devices import labelled_device_type, select_device
 from epiformer.inference.trained_model import load_trained_model, predict_split, read_model_description
-from epiformer.io.files import atomic_write_text, sha256_file
+from epiformer.io.files import sha256_file
+from epiformer.io.metrics_file import write_metrics
 from epiformer.io.model_description import description_path, read_description
 from epiformer.io.predictions import write_predictions
 from epiformer.model.configs import SCORING_BATCH_SIZE, SCORING_TOKENS
@@ -82,7 +82,7 @@ def evaluate_model(
             )
         metrics.update(replicate_metrics(model_dir, names, tests, replicate_predictions))
     write_predictions(frames["test"], predictions_path)
-    atomic_write_text(Path(metrics_path), json.dumps(metrics, indent=2))
+    write_metrics(metrics_path, metrics)
     return metrics
 
 

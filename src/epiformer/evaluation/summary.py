@@ -71,6 +71,7 @@ from epiformer.evaluation.metrics import (
     paired_bootstrap_difference,
 )
 from epiformer.io.files import atomic_write_text
+from epiformer.io.metrics_file import METRICS_JSON, metrics_path, read_metrics
 from epiformer.io.model_description import description_path, read_description
 from epiformer.model.configs import length_control_of
 
@@ -126,7 +127,7 @@ def element_ceiling_auroc(predictions: Path, truth: Path) -> float | None:
 
 def summary_row(result: ModelResult) -> dict:
     """A summary.tsv row (module docstring) from a result's metrics.json and, for a model, its model.json."""
-    metrics = json.loads(Path(result.metrics).read_text())
+    metrics = read_metrics(result.metrics)
     description = result_description(result)
     return {
         "cell_line": result.cell_line,
@@ -529,7 +530,9 @@ def results_in_folder(results: Path, models: list[str] | None = None) -> list[Mo
     def beside(folder: Path, name: str) -> Path | None:  # the file, or its gzipped copy
         return next((path for path in (folder / name, folder / f"{name}.gz") if path.is_file()), None)
 
-    found = sorted(path.parent for path in results.glob("*/*/metrics.json") if beside(path.parent, "predictions.tsv"))
+    found = sorted(
+        path.parent for path in results.glob(f"*/*/{METRICS_JSON}") if beside(path.parent, "predictions.tsv")
+    )
     if not found:
         raise ResultsError(
             f"{results}: no {{cell}}/{{model}}/metrics.json with predictions.tsv beside it; "
@@ -550,7 +553,7 @@ def results_in_folder(results: Path, models: list[str] | None = None) -> list[Mo
         ModelResult(
             folder.parent.name,
             folder.name,
-            folder / "metrics.json",
+            metrics_path(folder),
             description(folder),
             beside(folder, "predictions.tsv"),
             truth=beside(folder.parent, "truth.tsv"),
