@@ -410,17 +410,19 @@ def readme_output_tree() -> list[tuple[str, str]]:
     return entries
 
 
-def output_patterns(spec: str) -> list[re.Pattern]:
+def output_patterns(spec: str, names: dict[str, list[str]]) -> list[re.Pattern]:
     """Regexes of the results/ paths one tree entry names: `{cell}/a.tsv, b.json` shares `{cell}/`, a name ending
-    in / is a folder (anything under it), `*` any name, `{...}` one path part, `...` whatever the entry's folder
-    holds."""
+    in / is a folder (anything under it), `*` any name, `{cell}`, `{model}`, `{baseline}` one of the run's
+    (`names`), another `{...}` any one path part."""
     patterns, folder = [], ""
     for index, name in enumerate(part.strip() for part in spec.split(",")):
         if index == 0:
-            folder, name = name.rpartition("/")[0] + "/" if "/" in name.rstrip("/") else "", name
-            name = name[len(folder) :] if name.startswith(folder) else name
+            folder = name.rstrip("/").rpartition("/")[0]
+            folder, name = (folder + "/", name[len(folder) + 1 :]) if folder else ("", name)
         full = folder + name
-        regex = re.escape(full).replace(r"\.\.\.", ".+").replace(r"\*", "[^/]+")
+        regex = re.escape(full).replace(r"\*", "[^/]+")
+        for placeholder, values in names.items():
+            regex = regex.replace(re.escape("{" + placeholder + "}"), "(" + "|".join(map(re.escape, values)) + ")")
         regex = re.sub(r"\\\{[a-z_]+\\\}", "[^/]+", regex)
         patterns.append(re.compile(regex + (".+" if full.endswith("/") else "")))
     return patterns
@@ -428,9 +430,15 @@ def output_patterns(spec: str) -> list[re.Pattern]:
 
 def test_the_readmes_output_tree_names_every_file_the_run_writes(finished):
     """Every file a default run writes under results/ is named by an entry of the README's tree, and each entry
-    that the default run makes (not one that needs explain, a VCF, pooled or span models, or transfer) exists."""
+    that a default run makes (NOT_IN_A_DEFAULT_RUN: not span models, replicates, explain, a VCF, pooled models
+    or the report) exists; `{cell}`, `{model}` and `{baseline}` stand for the run's own names."""
     entries = readme_output_tree()
-    patterns = {spec: output_patterns(spec) for spec, _ in entries}
+    config = yaml.safe_load((finished / "config" / "config.yaml").read_text())
+    cells = pd.read_csv(finished / config["samples"], sep="\t")["cell_line"].tolist()
+    baselines = config["baselines"]["names"]
+    # a model's folder in the tree: the models', and the baselines' where both have the file (tracks)
+    names = {"cell": cells, "model": [*config["models"], *baselines], "baseline": baselines}
+    patterns = {spec: output_patterns(spec, names) for spec, _ in entries}
     results = finished / "results"
     written = [
         path.relative_to(results).as_posix()

@@ -30,8 +30,8 @@ against the negatives of its own distance stratum), matched_auroc_diff_distance[
 (minus the distance baseline's, paired bootstrap; every row but the distance baseline's),
 binned_auroc_mean and binned_auprc_mean (over the distance bins that hold both classes). Last,
 peer_baseline and peer_verdict (models only; `with_peer_columns`): the strongest baseline fitted
-as the model was that reads nothing it does not, and "above", "below", "tie: interval" or "tie:
-replicates" against it, from the paired interval and the replicates' spread.
+as the model was that reads what it reads (or less), and "above", "below", "tie: interval", "tie:
+replicates" or "no interval" against it, from the paired interval and the replicates' spread.
 Before the paired columns, REPLICATE_COLUMNS (models only; `train.replicates`): replicates,
 replicate_auroc_mean, replicate_auroc_sd, replicate_auprc_mean, replicate_auprc_sd (sd empty
 for one replicate), replicate_aurocs and replicate_auprcs (each replicate's, `;`-joined); the
@@ -406,26 +406,35 @@ def with_paired_columns(table: pd.DataFrame, paired: pd.DataFrame) -> pd.DataFra
 
 
 def peer_baseline(table: pd.DataFrame, row) -> str | None:
-    """A model's peer: of its cell line's baselines fitted as it was (pooled or not; any, if none was), those that
-    read nothing the model does not, the one with the highest test AUROC (the hardest bar such a baseline sets).
+    """A model's peer among its cell line's baselines that read nothing the model does not: one that reads all it
+    reads if any (distance_kmer for a model given distance or reading spans, kmer for one of sequence alone),
+    fitted as the model was (pooled or per cell line) where one was; the higher test AUROC between such equals.
     None for a baseline row, or without one."""
     if row["kind"] != "transformer":
         return None
     baselines = table[(table["cell_line"] == row["cell_line"]) & (table["kind"] == "baseline")].dropna(subset=["auroc"])
-    if (baselines["pooled"] == row["pooled"]).any():
-        baselines = baselines[baselines["pooled"] == row["pooled"]]
     model_reads = set(row["reads"].split("+"))
-    baselines = baselines[[set(reads.split("+")) <= model_reads for reads in baselines["reads"]]]
-    return None if baselines.empty else str(baselines.loc[baselines["auroc"].idxmax(), "model"])
+    reads = [set(text.split("+")) for text in baselines["reads"]]
+    baselines = baselines[[read <= model_reads for read in reads]]
+    if baselines.empty:
+        return None
+    same_inputs = baselines["reads"].map(lambda text: set(text.split("+")) == model_reads)
+    same_fit = baselines["pooled"].astype(str) == str(row["pooled"])  # True/False, or their text read back
+    ranked = baselines.assign(rank=same_inputs.astype(int) * 2 + same_fit.astype(int))
+    ranked = ranked[ranked["rank"] == ranked["rank"].max()]
+    return str(ranked.loc[ranked["auroc"].idxmax(), "model"])
 
 
 def peer_verdict(table: pd.DataFrame, row, peer: str | None) -> str | None:
     """A model against its peer baseline, from the paired interval of their AUROC difference and, for replicates,
     their spread: "above" or "below" only when the interval excludes 0 and every replicate lies on that side;
-    otherwise "tie: interval" (it holds 0) or "tie: replicates" (the peer lies within their spread)."""
+    otherwise "tie: interval" (it holds 0), "tie: replicates" (the peer lies within their spread) or "no interval"
+    (no resample held both classes)."""
     if peer is None:
         return None
     low, high = row[f"auroc_diff_{peer}_lo"], row[f"auroc_diff_{peer}_hi"]
+    if pd.isna(low) or pd.isna(high):
+        return "no interval"
     bar = table.loc[(table["cell_line"] == row["cell_line"]) & (table["model"] == peer), "auroc"].iloc[0]
     spread = spread_verdict(replicate_values(row), bar)
     for side, excludes in (("above", low > 0), ("below", high < 0)):
@@ -605,9 +614,10 @@ def peer_markdown(table: pd.DataFrame) -> list[str]:
         "",
         "## Each model against its peer baseline",
         "",
-        "A model's peer: the strongest baseline (test AUROC) fitted as the model was (pooled or per cell line) that "
-        "reads nothing the model does not; a model given distance, or reading spans (a span's length is its "
-        f"distance), meets distance_kmer where it ran. Δ AUROC: model − peer on the same test pairs, its 95% "
+        "A model's peer: the baseline that reads what the model reads (distance_kmer for a model given distance or "
+        "reading spans, a span's length being its distance; kmer for sequence alone), fitted as the model was "
+        "(pooled or per cell line), where the run has it; otherwise the strongest that reads less. "
+        f"Δ AUROC: model − peer on the same test pairs, its 95% "
         f"interval from paired resamples of whole {unit} groups. The verdict is computed: above or below only when "
         "the interval excludes 0 and every replicate lies on that side of the peer.",
         "",
@@ -621,7 +631,7 @@ def peer_markdown(table: pd.DataFrame) -> list[str]:
         lines.append(
             f"| {row['cell_line']} | {row['model']} | {row['reads']} | {peer} | "
             f"{auroc[(row['cell_line'], peer)]:.3f} | {row['auroc']:.3f} | "
-            f"{difference[0]:+.3f} [{difference[1]:+.3f}, {difference[2]:+.3f}] | {row['peer_verdict']} |"
+            f"{_interval(*difference)} | {row['peer_verdict']} |"
         )
     return lines
 
@@ -821,6 +831,13 @@ def length_control_markdown(paired: pd.DataFrame) -> list[str]:
 
 def _verdict(low: float, high: float) -> str:
     return interval_verdict(low, high, 0.0, "yes: model better", "yes: baseline better", "no")
+
+
+def _interval(value, low, high) -> str:
+    """A difference and its interval as "+0.030 [+0.010, +0.050]"; a dash where there is none."""
+    if any(pd.isna(number) for number in (value, low, high)):
+        return "–"
+    return f"{value:+.3f} [{low:+.3f}, {high:+.3f}]"
 
 
 def _number(value, spec: str = ".3f") -> str:

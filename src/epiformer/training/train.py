@@ -121,8 +121,8 @@ def train_model(
     validated and checkpointed, with a copy of its train_log.tsv row (`LOG_COLUMNS`: epoch, val_auroc,
     val_auprc, ...). A true return ends training there, as `patience` does: the outputs are
     written from the best epoch so far, and the checkpoint stays, so a re-run resumes after that
-    epoch. With `devices` > 1 every process calls it on the same row (each on its own pickled
-    copy: pass a module-level function).
+    epoch. With `devices` > 1 every process calls it on its own row (the same validation figures, its own
+    timings; each on its own pickled copy: pass a module-level function), and training ends when any asks.
     """
     if train_config.max_shift is not None:  # here, before any process starts
         check_shift(train_config.max_shift, int(shard_manifest(shard_dir)["flank"]))
@@ -564,6 +564,8 @@ def _run_epochs(run: _Run, progress: _Progress, train_data, val_data, on_epoch: 
             row = _epoch_row(run, scores, val_data, epoch, train_loss, seconds, tokens, done / batches)
             _record_epoch(run, progress, row, scores)
             asked_to_stop = on_epoch is not None and bool(on_epoch(dict(row)))
+            # each process times its own row, so their hooks may answer differently: any one stops them all
+            _, asked_to_stop = agree(0, asked_to_stop, world=run.world, device=run.device)
             if done == len(run.plan[epoch - 1]) < batches:
                 if run.rank == 0:
                     log.info("Token budget (train.max_tokens %d) reached in epoch %d.", config.max_tokens, epoch)
