@@ -52,4 +52,4 @@ rule pooled_baseline:
         bootstrap_unit=config["evaluate"]["bootstrap_unit"],
         seed=config["evaluate"]["seed"],
     script:
-        "../../scripts/pooled_baseline.py"
+        "../../scripts/baselines.py"
