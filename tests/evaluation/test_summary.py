@@ -527,6 +527,9 @@ def test_replicates_section_sets_each_model_against_the_best_baseline_of_its_cel
     [line_b] = [line for line in lines if line.startswith("| b | linear")]
     assert line_a.endswith("| kmer 0.750: every replicate above |")
     assert line_b.endswith("| distance 0.610: within the spread |")
+    peers = table.assign(peer_baseline=np.where(table["kind"] == "transformer", "kmer", None))
+    [line_b] = [line for line in replicates_markdown(peers) if line.startswith("| b | linear")]
+    assert line_b.endswith("| kmer 0.550: every replicate above |")  # its peer, not the best of all
 
 
 def test_a_span_model_is_compared_with_its_length_control_and_the_summary_says_whether_it_gains(tmp_path):

@@ -647,7 +647,8 @@ def replicates_markdown(table: pd.DataFrame) -> list[str]:
         "Each model trained with several seeds on the same split (train.replicates, or the model's own "
         "`replicates`); the rows above score their "
         "ensemble (mean probability). A difference between two models smaller than their replicates' sd is one "
-        "a seed could make. Last column: the cell line's best baseline, and whether every replicate lies above it, "
+        "a seed could make. Last column: the model's peer baseline (as in 'Each model against its peer "
+        "baseline'; without one, the cell line's best baseline), and whether every replicate lies above it, "
         "every one below it, or the baseline lies within the replicates' spread (a retrained model could land on "
         "either side).",
         "",
@@ -656,7 +657,7 @@ def replicates_markdown(table: pd.DataFrame) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in table[table["replicates"].fillna(1) > 1].itertuples():
-        best = best_baseline(table, row.cell_line)
+        best = _peer_or_best(table, row)
         against = "" if best is None else f"{best[0]} {best[1]:.3f}: {spread_verdict(replicate_values(row), best[1])}"
         lines.append(
             f"| {row.cell_line} | {row.model} | {int(row.replicates)} | {row.auroc:.3f} | "
@@ -664,6 +665,15 @@ def replicates_markdown(table: pd.DataFrame) -> list[str]:
             f"{row.replicate_auprc_mean:.3f} ± {row.replicate_auprc_sd:.3f} | {row.replicate_aurocs} | {against} |"
         )
     return lines
+
+
+def _peer_or_best(table: pd.DataFrame, row) -> tuple[str, float] | None:
+    """The baseline a model's replicates are set against: its peer (`peer_baseline`) where the table names one,
+    else the cell line's best baseline; with its AUROC."""
+    peer = getattr(row, "peer_baseline", None)
+    if isinstance(peer, str):
+        return best_baseline(table, row.cell_line, [peer])
+    return best_baseline(table, row.cell_line)
 
 
 def replicate_values(row, metric: str = "auroc") -> list[float]:
