@@ -401,17 +401,18 @@ def visible_text(dom: str) -> str:
 
 
 def modules_spelling(file_name: str, owner: Path) -> list[str]:
-    """`path:line` of every place in the package (src/) or the rule scripts (scripts/), outside `owner`, whose code
-    spells `file_name` as a string of its own (docstrings and comments may): what a file format's one owner
-    keeps at zero."""
-    spelled = []
-    for path in [*sorted((REPO / "src").rglob("*.py")), *sorted((REPO / "scripts").glob("*.py"))]:
+    """`path:line` of every place in the package (src/), the rule scripts (scripts/) or the benchmarks, outside
+    `owner`, whose code spells `file_name` as a string or a path's last part (docstrings and comments may): what
+    a file format's one owner keeps at zero."""
+    spelled, folders = [], ("src", "scripts", "benchmarks")
+    name = re.compile(rf"(^|/){re.escape(file_name)}$")  # the name alone, or a path's (an f-string's last part)
+    for path in sorted(file for folder in folders for file in (REPO / folder).rglob("*.py")):
         tree = ast.parse(path.read_text())
         docstrings = {id(node.body[0].value) for node in ast.walk(tree) if _has_docstring(node)}
         for node in ast.walk(tree):
             if not (isinstance(node, ast.Constant) and isinstance(node.value, str)) or path == owner:
                 continue
-            if node.value.strip() == file_name and id(node) not in docstrings:
+            if name.search(node.value.strip()) and id(node) not in docstrings:
                 spelled.append(f"{path.relative_to(REPO)}:{node.lineno}")
     return spelled
 

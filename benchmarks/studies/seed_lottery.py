@@ -23,7 +23,6 @@ resumes from its checkpoint. Usage:
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 from pathlib import Path
 
@@ -31,6 +30,9 @@ import pandas as pd
 import yaml
 from long_demo_run import LONG_DEMO_CONFIG, results_dir, span_model_settings, train_settings, truth_path
 from sklearn.metrics import roc_auc_score
+
+from epiformer.io.metrics_file import metrics_path, read_metrics
+from epiformer.io.model_description import read_description
 
 FOUND_WITHIN = 0.05  # of the oracle AUROC: the bar for "found the insulator"
 ENSEMBLE = 3
@@ -61,16 +63,16 @@ def train_seed(job: tuple[int, str, str, float | None, str, str]) -> dict:
         train["max_minutes"] = max_minutes
     folder = Path(work) / f"seed_{seed}"
     shards = results_dir(Path(run)) / "span_shards"
-    if not (folder / "metrics.json").is_file():
+    if not metrics_path(folder).is_file():
         config = TrainConfig(**{**train, "seed": seed, "threads": 1, "device": device, "replicates": 1})
         train_model(str(shards), ModelConfig(**with_span_positions(model, max_span)), config, folder, folder / "ckpt")
-        evaluate_model(folder, shards, folder / "predictions.tsv", folder / "metrics.json", resamples=10, device=device)
-    description = json.loads((folder / "model.json").read_text())
+        evaluate_model(folder, shards, folder / "predictions.tsv", metrics_path(folder), resamples=10, device=device)
+    description = read_description(folder)
     log = pd.read_csv(folder / "train_log.tsv", sep="\t")
     return {
         "seed": seed,
         "attention": attention,
-        "auroc": json.loads((folder / "metrics.json").read_text())["auroc"],
+        "auroc": read_metrics(metrics_path(folder))["auroc"],
         "epochs_trained": description["epochs_trained"],
         "best_epoch": description["best_epoch"],
         "peak_memory_mb": description["peak_memory_mb"],

@@ -29,7 +29,6 @@ run after the last epoch asked for. The batch order stays the training loop's ow
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 from pathlib import Path
 
@@ -40,6 +39,8 @@ from safetensors.torch import load_file
 from seed_lottery import recipe
 
 import epiformer.training.train as training
+from epiformer.io.metrics_file import metrics_path, read_metrics
+from epiformer.io.model_description import read_description
 from epiformer.model.configs import ModelConfig, TrainConfig, with_span_positions
 from epiformer.model.transformer import EPITransformer
 from epiformer.sequence.motifs import bundled_jaspar_path, read_jaspar
@@ -114,11 +115,11 @@ def filter_similarity(work: Path) -> None:
     """Print each lottery seed's best filter-CTCF correlation before and after training, with its test AUROC."""
     for folder in sorted(work.glob("seed_*"), key=lambda path: int(path.name.split("_")[1])):
         seed = int(folder.name.split("_")[1])
-        description = json.loads((folder / "model.json").read_text())
+        description = read_description(folder)
         config = ModelConfig(**description["model"])
         before = initial_weights(config, seed)["tokenizer.project.weight"]
         after = load_file(str(folder / "model.safetensors"))["tokenizer.project.weight"]
-        auroc = json.loads((folder / "metrics.json").read_text())["auroc"]
+        auroc = read_metrics(metrics_path(folder))["auroc"]
         print(
             f"seed {seed}: test AUROC {auroc:.3f}, best filter-CTCF correlation "
             f"{best_ctcf_correlation(before):.2f} before training, {best_ctcf_correlation(after):.2f} after"
