@@ -40,6 +40,7 @@ import numpy as np
 
 from epiformer.data.batches import token_budget_batches
 from epiformer.data.shards import load_split
+from epiformer.io.windows_stats import read_windows_stats, windows_stats_path
 
 REPO = Path(__file__).resolve().parents[1]
 FULL = REPO / "data" / "targetfinder-full"
@@ -160,7 +161,7 @@ def main() -> None:
             out.mkdir()
             windows = run_step("windows", FULL / f"{cell}.pairs.csv.gz", genome, out)
             encode = run_step("encode", out, store)
-            stats = json.loads((out / "windows_stats.json").read_text())
+            stats = read_windows_stats(windows_stats_path(out))
             manifest = json.loads((out / "span_shards" / "manifest.json").read_text())
             shard_bytes = sum(path.stat().st_size for path in (out / "span_shards").rglob("*.safetensors"))
             span_bases = sum(entry["bases"] for entry in manifest["shards"])

@@ -1,12 +1,10 @@
 """Encode a cell line's windows (or spans) into bit-packed one-hot shards with a manifest."""
 
-import json
-from pathlib import Path
-
 from epiformer.data.encode import encode_shards
 from epiformer.data.spans import encode_span_shards
 from epiformer.io.files import read_windows, sha256_file
 from epiformer.io.runlog import setup_logging
+from epiformer.io.windows_stats import read_windows_stats
 
 # Each element's window, cut from the FASTA; or one span a pair, cut from the genome store when batches are made.
 ENCODERS = {"windows": encode_shards, "span": encode_span_shards}
@@ -20,7 +18,7 @@ manifest = ENCODERS[snakemake.params.kind](
     flank=snakemake.params.flank,
     shard_size=snakemake.params.shard_size,
     pairs_sha256=sha256_file(snakemake.input.pairs),
-    windows_stats=json.loads(Path(snakemake.input.stats).read_text()),
+    windows_stats=read_windows_stats(snakemake.input.stats),
     workers=snakemake.threads,
 )
 log.info(

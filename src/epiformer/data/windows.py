@@ -42,6 +42,7 @@ from epiformer.data.pairs import fail_at_first_bad_row, read_pairs
 from epiformer.data.splits import SplitSpec, assign_splits, split_audit
 from epiformer.io.files import atomic_write_text
 from epiformer.io.provenance import input_record, package_versions
+from epiformer.io.windows_stats import write_windows_stats
 
 log = logging.getLogger(__name__)
 WINDOW_COLUMNS = ["pair_id", "label", "split", "distance"] + [
@@ -275,5 +276,5 @@ def build_windows(
     log.info("Split audit:\n%s", audit.to_string(index=False))
     atomic_write_text(windows_path, windows.to_csv(sep="\t", index=False))
     atomic_write_text(audit_path, audit.to_csv(sep="\t", index=False))
-    atomic_write_text(stats_path, json.dumps(summary, indent=2))
+    write_windows_stats(stats_path, summary)
     return summary

@@ -53,7 +53,6 @@ two unpaired intervals that overlap say little about it.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,6 +72,7 @@ from epiformer.evaluation.metrics import (
 from epiformer.io.files import atomic_write_text
 from epiformer.io.metrics_file import METRICS_JSON, metrics_path, read_metrics
 from epiformer.io.model_description import description_path, read_description
+from epiformer.io.windows_stats import read_windows_stats, windows_stats_path
 from epiformer.model.configs import length_control_of
 
 # sklearn's values (tested equal), fast enough for models x baselines x 1000 resamples
@@ -101,7 +101,7 @@ def dropped_counts(windows_stats: Path | None) -> dict:
     """pairs_in, dropped_pairs and dropped_for_span of a windows_stats.json (all None without one)."""
     if windows_stats is None:
         return {"pairs_in": None, "dropped_pairs": None, "dropped_for_span": None}
-    stats = json.loads(Path(windows_stats).read_text())
+    stats = read_windows_stats(windows_stats)
     dropped = stats.get("dropped", {})
     return {
         "pairs_in": stats["pairs_in"],
@@ -555,7 +555,7 @@ def results_in_folder(results: Path, models: list[str] | None = None) -> list[Mo
         return None
 
     def stats(folder: Path) -> Path | None:
-        path = folder.parent / "windows_stats.json"
+        path = windows_stats_path(folder.parent)
         return path if path.is_file() else None
 
     entries = [

@@ -18,7 +18,6 @@ table's `CellType`, and the score as `Score`. Written beside predictions.tsv:
 from __future__ import annotations
 
 import gzip
-import json
 import logging
 from pathlib import Path
 
@@ -27,6 +26,7 @@ import pandas as pd
 from epiformer.constants import SCORE_FORMAT
 from epiformer.data.pairs import CRISPR_BENCHMARK_GENE, PairsError, read_pairs
 from epiformer.io.files import atomic_write_bytes, atomic_write_text
+from epiformer.io.windows_stats import read_windows_stats, windows_stats_path
 from epiformer.scoring.tracks import read_scores
 
 log = logging.getLogger(__name__)
@@ -91,11 +91,11 @@ def pred_config(pred_id: str, description: str) -> pd.DataFrame:
 def export_crispr_comparison(model_dir: str | Path) -> dict:
     """Write the prediction table and pred_config of `model_dir` (results/{cell}/{model}/; module docstring)."""
     model_dir = Path(model_dir)
-    predictions_path, stats_path = model_dir / "predictions.tsv", model_dir.parent / "windows_stats.json"
+    predictions_path, stats_path = model_dir / "predictions.tsv", windows_stats_path(model_dir.parent)
     for path, what in ((predictions_path, "the model's test predictions"), (stats_path, "the cell line's windows")):
         if not path.is_file():
             raise ExportError(f"{path} not found ({what}): give the results/{{cell}}/{{model}}/ folder of a run.")
-    stats = json.loads(stats_path.read_text())
+    stats = read_windows_stats(stats_path)
     pairs_path, annotation = stats["inputs"]["pairs"], stats["windows"].get("tss_annotation", "")
     try:
         pairs = read_pairs(pairs_path, require_label=False, tss_annotation=annotation)
