@@ -246,6 +246,25 @@ def test_a_pooled_baseline_is_one_fit_on_every_cell_lines_train_pairs(tiny_run, 
         run_pooled_baseline("distance", [tiny_run / "windows.tsv"], [], [], [])
 
 
+def test_a_pooled_propensity_counts_each_cell_lines_test_elements_seen_in_every_cell_lines_training(
+    tiny_demo, tmp_path
+):
+    """On a random split, where test elements recur in training: each cell line's own seen-fraction, against the
+    training pairs of both."""
+    folders = [
+        windows_and_shards(tiny_demo, cell, SplitSpec(mode="random"), tmp_path / cell) for cell in ("demo_a", "demo_b")
+    ]
+    every, _ = run_pooled(folders, "propensity", tmp_path / "pooled")
+    windows = [read_windows(folder / "windows.tsv") for folder in folders]
+    columns = ["enhancer_chrom", "enhancer_start", "enhancer_end"]
+    trained = {tuple(row) for table in windows for row in table.loc[table["split"] == "train", columns].to_numpy()}
+    seen = [
+        np.mean([tuple(row) in trained for row in t.loc[t["split"] == "test", columns].to_numpy()]) for t in windows
+    ]
+    assert [metrics["baseline"]["test_enhancers_seen_in_training"] for metrics in every] == pytest.approx(seen)
+    assert min(seen) > 0 and seen[0] != seen[1]
+
+
 @pytest.fixture(scope="module")
 def full_runs(full_demo, tmp_path_factory):
     """The default demo's demo_a at the workflow's default windows, split by chromosome and at random."""

@@ -165,9 +165,19 @@ def propensity_features(tables: dict[str, pd.DataFrame], pseudo_pairs: float) ->
                 positives, pairs = positives - table["label"].to_numpy(), pairs - 1
             rate = (positives + pseudo_pairs * prior) / (pairs + pseudo_pairs)
             features[split].append(np.log(rate / (1 - rate)))
-            if split == "test":
-                seen[f"test_{element}s_seen_in_training"] = float(here["size"].notna().mean())
+    seen = seen_in_training(train, tables["test"])
     return {split: np.column_stack(parts) for split, parts in features.items()}, {"prior": prior, **seen}
+
+
+def seen_in_training(train: pd.DataFrame, test: pd.DataFrame) -> dict[str, float]:
+    """test_enhancers_seen_in_training and test_promoters_seen_in_training: the fraction of the test pairs whose
+    element (its window) also lies in a training pair."""
+    return {
+        f"test_{element}s_seen_in_training": float(
+            element_keys(test, element).isin(element_keys(train, element)).mean()
+        )
+        for element in ELEMENTS
+    }
 
 
 def fit_logistic(
@@ -275,10 +285,15 @@ def run_pooled_baseline(
     scores, c = fit_logistic(features, labels, C_GRIDS[name], seed)
     fitted = {"name": name, "features": int(features["train"].shape[1]), "C": c, "seed": seed, "pooled": True}
     fitted |= {"cell_lines": len(cells), "train_pairs": len(labels["train"]), **description}
+    if name == "propensity":  # each cell line's own test elements against every cell line's training pairs
+        train = pd.concat([cell.tables["train"] for cell in cells], ignore_index=True)
+        described = [{**fitted, **seen_in_training(train, cell.tables["test"])} for cell in cells]
+    else:
+        described = [fitted] * len(cells)
     return [
-        write_scored(cell, cell_scores, fitted, predictions, metrics, resamples, seed, bootstrap_unit)
-        for cell, cell_scores, predictions, metrics in zip(
-            cells, split_by_cell(scores, cells), predictions_paths, metrics_paths
+        write_scored(cell, cell_scores, cell_fitted, predictions, metrics, resamples, seed, bootstrap_unit)
+        for cell, cell_scores, cell_fitted, predictions, metrics in zip(
+            cells, split_by_cell(scores, cells), described, predictions_paths, metrics_paths
         )
     ]
 
