@@ -10,6 +10,14 @@ SCORED_SPLITS = SPLITS[1:]  # what a fitted model is scored on: validation picks
 VAL_PREDICTIONS = "val_predictions.tsv"  # a model folder's validation scores from training (its best epoch)
 ALPHABET = "ACGT"  # one-hot channel order; N and other codes are all-zero rows
 BASELINES = ("distance", "kmer", "distance_kmer", "propensity")  # the baselines `baselines.names` may list
+# What each baseline's features read (`evaluation.baselines`): a pair's distance, its elements' sequence, or its
+# elements' positive rates in training; a model's peer baseline reads what it reads (`evaluation.summary`).
+BASELINE_READS = {
+    "distance": ("distance",),
+    "kmer": ("sequence",),
+    "distance_kmer": ("sequence", "distance"),
+    "propensity": ("element_rates",),
+}
 # A baseline fitted once on every cell line's train split, as a pooled model is trained, and scored on each cell
 # line's test pairs: results/{cell}/{baseline}_pooled/, beside the pooled models it is their peer for.
 POOLED_SUFFIX = "_pooled"

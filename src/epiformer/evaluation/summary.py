@@ -60,7 +60,7 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import roc_auc_score
 
-from epiformer.constants import DISTANCE_BINS, DISTANCE_STRATA, baseline_of
+from epiformer.constants import BASELINE_READS, DISTANCE_BINS, DISTANCE_STRATA, baseline_of
 from epiformer.evaluation.distance import MATCHED_COLUMNS, REFERENCE, distance_evaluation, with_distances
 from epiformer.evaluation.metrics import (
     fast_average_precision,
@@ -167,16 +167,6 @@ def summary_row(result: ModelResult) -> dict:
 
 def _reads_span(description: dict) -> bool:
     return description["model"]["input"] == "span"
-
-
-# What each baseline's features read (`evaluation.baselines`): a pair's distance, its elements' sequence, or its
-# elements' positive rates in training.
-BASELINE_READS = {
-    "distance": ("distance",),
-    "kmer": ("sequence",),
-    "distance_kmer": ("sequence", "distance"),
-    "propensity": ("element_rates",),
-}
 
 
 def reads(name: str, description: dict | None) -> tuple[str, ...]:
