@@ -1,4 +1,4 @@
-"""Score the validation and test splits with a trained model; write predictions and metrics."""
+"""Score the test split with a trained model (threshold: its validation predictions); write predictions, metrics."""
 
 from pathlib import Path
 
@@ -18,5 +18,6 @@ metrics = evaluate_model(
     replicate_predictions=list(snakemake.output.replicates),
     windows=snakemake.input.windows,
     bootstrap_unit=snakemake.params.bootstrap_unit,
+    validation_predictions=snakemake.input.validation,
 )
 log.info("Test AUROC %.4f, AUPRC %.4f on %d pairs", metrics["auroc"], metrics["auprc"], metrics["n_test"])

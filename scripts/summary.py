@@ -30,5 +30,6 @@ table = write_summary(
     distance_bins_path=snakemake.output.distance_bins,
     distance_bins=snakemake.params.distance_bins,
     distance_strata=snakemake.params.distance_strata,
+    selection=snakemake.input.selection,
 )
 log.info("Summary:\n%s", table.to_string(index=False))

@@ -13,10 +13,13 @@ published number can be recomputed from files in the repository; each table of P
 copies of runs/PAGE/, and each between `<!-- generated:NAME:RUN -->` and
 `<!-- end generated:NAME:RUN -->` from those of runs/RUN/. Tables:
 - `auroc`: test AUROC, one row per cell line, one column per model and baseline (bold: a
-  linear-attention model, M7's or a delta rule's, at least as good as the better of the distance and k-mer baselines;
+  linear-time model, M7's or a delta rule's, whose computed verdict against its peer baseline is
+  "above": its paired interval (of the run's bootstrap unit) above 0 and every replicate above, summary.tsv's
+  peer_verdict; a run whose summary has no verdicts bolds nothing, never a point comparison;
   a model trained as replicates: its ensemble, then the replicates' mean ± sd);
 - `spread` (replicates): per cell line, the models SPREAD_SHOWN names for the page against the
   better of their baselines, and whether every replicate lies above it, every one below it, or neither;
+  then, where the summary has it, the paired difference with its interval and the verdict from both;
 - `matched`: distance-matched AUROC by cell line and model or baseline (bold: its interval lies
   above 0.5), with its difference from the distance baseline's (starred: the paired interval lies above 0);
 - `cost`: per model, what it reads, test AUROC (95% CI), epochs trained, training time, peak memory;
@@ -50,7 +53,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from epiformer.evaluation.summary import best_baseline, replicate_values, spread_verdict, to_markdown, with_reference
+from epiformer.evaluation.summary import difference_text, to_markdown, with_reference
+from epiformer.evaluation.verdicts import best_baseline, peer_verdict, replicate_values, spread_verdict
 
 PAGES = Path(__file__).resolve().parent
 RUN_FILES = ("summary.tsv", "paired_comparison.tsv", "breakdown.tsv", "distance_bins.tsv")
@@ -96,10 +100,6 @@ def auroc_table(summary: pd.DataFrame) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for cell, rows in summary.groupby("cell_line", sort=False):
         by_model = rows.set_index("model")
-        baselines = [
-            by_model.loc[name, "auroc"] for name in ("distance", "kmer", "distance_kmer") if name in by_model.index
-        ]
-        bar = max(baselines) if baselines else float("inf")
         first = rows.iloc[0]
         cells = [f"{cell} ({int(first['n_test']):,}, {int(first['positives']):,})"]
         for model in models:
@@ -109,7 +109,7 @@ def auroc_table(summary: pd.DataFrame) -> str:
             row = by_model.loc[model]
             value = f"{row['auroc']:.3f}"
             linear_time = isinstance(row.get("attention"), str) and row["attention"] != "softmax"  # M7, the delta rules
-            value = f"**{value}**" if linear_time and row["auroc"] >= bar else value
+            value = f"**{value}**" if linear_time and row.get("peer_verdict") == "above" else value
             cells.append(value + _spread(row))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -125,7 +125,7 @@ def _spread(row: pd.Series) -> str:
 def spread_table(summary: pd.DataFrame, shown: list[tuple[str, list[str]]]) -> str:
     """Per cell line, each shown model's ensemble AUROC (replicates' mean ± sd) against the better of its baselines.
 
-    The verdict is `summary.spread_verdict`: "every replicate above" or "below" only when every replicate is;
+    The verdict is `verdicts.spread_verdict`: "every replicate above" or "below" only when every replicate is;
     a cell line without the model or any of its baselines shows "—".
     """
     names = lambda baselines: " or ".join(BASELINE_NAMES.get(b, b) for b in baselines)  # noqa: E731
@@ -143,9 +143,20 @@ def spread_table(summary: pd.DataFrame, shown: list[tuple[str, list[str]]]) -> s
             verdict = spread_verdict(replicate_values(row), bar) or "one replicate: no spread"
             cells.append(
                 f"{row['auroc']:.3f}{_spread(row)} vs {BASELINE_NAMES.get(baseline, baseline)} {bar:.3f}: {verdict}"
+                + _interval_verdict(summary, row, baseline)
             )
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _interval_verdict(summary: pd.DataFrame, row: pd.Series, baseline: str) -> str:
+    """ "; Δ +d [lo, hi]: verdict" against `baseline`, from the summary's paired interval and the replicates'
+    spread (`verdicts.peer_verdict`); nothing where the run's summary has no paired interval with it."""
+    columns = [f"auroc_diff_{baseline}{end}" for end in ("", "_lo", "_hi")]
+    if not set(columns) <= set(row.index) or row[columns].isna().any():
+        return ""
+    difference, low, high = (float(row[column]) for column in columns)
+    return f"; Δ {difference_text(difference, low, high)}: {peer_verdict(summary, row, baseline)}"
 
 
 def matched_table(summary: pd.DataFrame) -> str:
@@ -220,7 +231,7 @@ def paired_table(paired: pd.DataFrame, shown: list[tuple[str, str]]) -> str:
         cells = [cell]
         for model, baseline in shown:
             row = auroc.loc[(cell, model, baseline)]
-            cells.append(f"{row['difference']:+.3f} [{row['lo']:+.3f}, {row['hi']:+.3f}]")
+            cells.append(difference_text(row["difference"], row["lo"], row["hi"]))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -235,7 +246,7 @@ def control_table(paired: pd.DataFrame) -> str:
         verdict = "yes" if row["lo"] > 0 else ("no: the control is better" if row["hi"] < 0 else "no")
         lines.append(
             f"| {row['cell_line']} | {row['model']} | {row['model_value']:.3f} | {row['baseline']} | "
-            f"{row['baseline_value']:.3f} | {row['difference']:+.3f} [{row['lo']:+.3f}, {row['hi']:+.3f}] | {verdict} |"
+            f"{row['baseline_value']:.3f} | {difference_text(row['difference'], row['lo'], row['hi'])} | {verdict} |"
         )
     return "\n".join(lines)
 
@@ -276,7 +287,7 @@ def goal_table(summary: pd.DataFrame, paired: pd.DataFrame, run: Path) -> str:
             control_cell, control_met = "no control", False
         else:
             c = control.iloc[0]
-            control_cell = f"{c['difference']:+.3f} [{c['lo']:+.3f}, {c['hi']:+.3f}]"
+            control_cell = difference_text(c["difference"], c["lo"], c["hi"])
             control_met = c["difference"] >= GOAL["control_lead"] and c["lo"] > 0
         met = gap <= GOAL["oracle_gap"] and lead >= GOAL["ceiling_lead"] and won == len(edges) and control_met
         lines.append(
@@ -404,7 +415,8 @@ def save_run(results: Path, saved: Path, configs: list[str]) -> None:
 def save_recomputable(results: Path, saved: Path, configs: list[str]) -> None:
     """Keep in `saved` what every published metric of the run is computed from: `saved/results/` mirrors the
     run's results/ for each evaluated model and baseline (metrics.json, model.json, test predictions, each
-    replicate's), with each cell line's windows (test pairs) and truth table (demos) gzipped; provenance.json
+    replicate's, and the validation predictions with the run's selection.tsv), with each cell line's windows
+    (test pairs) and truth table (demos) gzipped; provenance.json
     gives the commit the run was made from and its config files. tests/infrastructure/test_saved_runs.py
     recomputes the published tables from them."""
     mirror = saved / "results"
@@ -422,11 +434,14 @@ def save_recomputable(results: Path, saved: Path, configs: list[str]) -> None:
             if description.is_file():
                 shutil.copyfile(description, target / "model.json")
                 break
-        for predictions in [folder / "predictions.tsv", *sorted(folder.glob("replicates/*/predictions.tsv"))]:
+        own = [folder / "predictions.tsv", *sorted(folder.glob("replicates/*/predictions.tsv"))]
+        for predictions in own + [path for path in [folder / "validation_predictions.tsv"] if path.is_file()]:
             destination = target / predictions.relative_to(folder).with_suffix(".tsv.gz")
             destination.parent.mkdir(parents=True, exist_ok=True)
             write_gzip(destination, predictions.read_bytes())
         tested.setdefault(cell, set()).update(pd.read_csv(folder / "predictions.tsv", sep="\t")["pair_id"])
+    if (results / "selection.tsv").is_file():  # the run's choice on validation, recomputed from the validation files
+        shutil.copyfile(results / "selection.tsv", mirror / "selection.tsv")
     root = run_root(results)
     for cell, pair_ids in tested.items():
         tables = {"windows.tsv": results / cell / "windows.tsv"}

@@ -344,6 +344,7 @@ def add_summary(commands) -> None:
 def run_summary(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from pathlib import Path
 
+    from epiformer.evaluation.selection import SELECTION_TSV, chosen_names, read_selection
     from epiformer.evaluation.summary import ResultsError, results_in_folder, write_summary
 
     folder = Path(args.results)
@@ -352,6 +353,12 @@ def run_summary(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     except ResultsError as error:
         log.error("%s", error)
         return 1
+    selection = folder / SELECTION_TSV  # the run's choice on validation, where the workflow made one
+    if not selection.is_file():
+        selection = None
+    elif not set(chosen_names(read_selection(selection))) <= {result.model for result in results}:
+        log.warning("%s chose a model not summarised here (--models); the summary marks no choice", selection)
+        selection = None
     write_summary(
         results,
         folder / "summary.tsv",
@@ -363,6 +370,7 @@ def run_summary(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         distance_bins=args.distance_bins,
         distance_strata=args.distance_strata,
         bootstrap_unit=args.bootstrap_unit,
+        selection=selection,
     )
     log.info(
         "%s: summary.tsv, summary.md, paired_comparison.tsv, distance_bins.tsv of %d results", folder, len(results)

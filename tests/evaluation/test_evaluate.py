@@ -144,3 +144,37 @@ def test_replicates_scored_on_different_pairs_are_not_averaged():
     assert mean_probability([one, one.assign(score=[0.4, 0.6])])["score"].tolist() == pytest.approx([0.3, 0.7])
     with pytest.raises(ValueError, match="scored different pairs"):
         mean_probability([one, two])
+
+
+def test_validation_is_scored_alone_and_evaluation_takes_its_threshold_from_that_file(trained_cells, tmp_path):
+    from epiformer.evaluation.evaluate import score_validation
+    from epiformer.io.predictions import read_predictions
+
+    folder = ensemble_of(trained_cells, tmp_path / "ensemble")
+    shards = trained_cells["demo_b"] / "shards"
+    validation = score_validation(folder, shards, tmp_path / "validation_predictions.tsv")
+    written = read_predictions(tmp_path / "validation_predictions.tsv")
+    val = pd.read_csv(trained_cells["demo_b"] / "windows.tsv", sep="\t").query("split == 'val'")
+    assert sorted(written["pair_id"]) == sorted(val["pair_id"]) and len(validation) == len(val)
+    members = [
+        predict_split(load_trained_model(trained_cells[cell] / "linear")[0], load_split(shards, "val"))
+        for cell in ("demo_a", "demo_b")
+    ]
+    means = pd.DataFrame({"pair_id": members[0][2], "mean": (members[0][0] + members[1][0]) / 2})
+    merged = written.merge(means, on="pair_id")
+    np.testing.assert_allclose(merged["score"], merged["mean"], atol=1e-6, rtol=0)
+    # The threshold read from the file is the one scoring validation anew gives; the test metrics are the same.
+    both = evaluate_model(folder, shards, tmp_path / "a.tsv", tmp_path / "a.json", 20, seed=1)
+    taken = evaluate_model(
+        folder, shards, tmp_path / "b.tsv", tmp_path / "b.json", 20, seed=1,
+        validation_predictions=tmp_path / "validation_predictions.tsv",
+    )  # fmt: skip
+    assert taken["threshold"] == pytest.approx(both["threshold"], abs=1e-6)
+    assert (taken["auroc"], taken["auprc"]) == (both["auroc"], both["auprc"])
+    # A threshold comes from that file, not from the model: another file's threshold is taken.
+    flipped = written.assign(score=1 - written["score"])
+    flipped.to_csv(tmp_path / "flipped.tsv", sep="\t", index=False)
+    other = evaluate_model(
+        folder, shards, tmp_path / "c.tsv", tmp_path / "c.json", 20, validation_predictions=tmp_path / "flipped.tsv"
+    )
+    assert other["threshold"] != pytest.approx(both["threshold"], abs=1e-6)

@@ -15,22 +15,24 @@ from epiformer.evaluation.distance import MATCHED_COLUMNS
 from epiformer.evaluation.metrics import compute_metrics
 from epiformer.evaluation.summary import (
     PAIRED_COLUMNS,
-    PEER_COLUMNS,
     REPLICATE_COLUMNS,
     ModelResult,
-    best_baseline,
     oracle_auroc,
     paired_comparison,
     paired_predictions,
     peer_markdown,
-    replicate_values,
     replicates_markdown,
-    spread_verdict,
     summary_row,
     to_markdown,
     with_paired_columns,
-    with_peer_columns,
     write_summary,
+)
+from epiformer.evaluation.verdicts import (
+    PEER_COLUMNS,
+    best_baseline,
+    replicate_values,
+    spread_verdict,
+    with_peer_columns,
 )
 from epiformer.model.configs import ModelConfig
 from tests.helpers import shared_difficulty
@@ -343,7 +345,10 @@ def test_summary_files_carry_the_paired_comparison(tmp_path):
     summary, paired = pd.read_csv(paths[0], sep="\t"), pd.read_csv(paths[2], sep="\t")
     columns = [f"{m}_diff_{b}{s}" for b in ("kmer", "flat") for m in ("auroc", "auprc") for s in ("", "_lo", "_hi")]
     # every existing column kept, in place; the within-distance ones after (empty without windows.tsv)
-    assert list(summary.columns) == EXISTING_COLUMNS + columns + MATCHED_COLUMNS + PEER_COLUMNS
+    assert list(summary.columns) == EXISTING_COLUMNS + columns + MATCHED_COLUMNS + PEER_COLUMNS + [
+        "chosen_on_validation"
+    ]
+    assert summary["chosen_on_validation"].isna().all()  # no selection.tsv given: no choice to mark
     # "flat" is no baseline the package knows: what it reads is unknown, so kmer is the peer
     assert summary.loc[summary["kind"] == "transformer", "peer_baseline"].tolist() == ["kmer", "kmer"]
     assert summary.loc[summary["kind"] == "transformer", "peer_verdict"].tolist() == ["above", "above"]

@@ -74,6 +74,8 @@ def test_dry_run_of_all_plans_every_stage_from_a_user_folder(tmp_path, deploymen
         "windows": 2,
         "encode": 2,
         "train": 4,
+        "validate": 4,  # each model's validation split alone, then the choice, then the test splits
+        "selection": 1,
         "evaluate": 4,
         "baseline": 8,  # four baselines, two cell lines
         "transfer": 2,

@@ -31,6 +31,7 @@ LAYERS = {
     "scoring": 4,
     "interpret": 4,
     "synthetic": 4,
+    "plan": 5,  # the run plan reads the config through model, training and data
     "cli": 5,
 }
 

@@ -38,23 +38,26 @@ def test_every_generated_table_equals_what_the_saved_run_files_give(page):
         assert published.strip() == writer.render(name, run, page).strip(), f"{page}.md table {name} is stale"
 
 
-def test_the_auroc_table_reads_the_summary_and_bolds_linear_models_at_the_better_baseline(tmp_path):
+def test_the_auroc_table_bolds_a_linear_time_model_only_on_its_computed_verdict_above_its_peer(tmp_path):
     writer = load_writer()
     rows = [
-        ("c1", "linear", "linear", 0.70, 100, 30),
-        ("c1", "softmax", "softmax", 0.80, 100, 30),
-        ("c1", "distance", None, 0.69, 100, 30),
-        ("c1", "kmer", None, 0.65, 100, 30),
-        ("c2", "linear", "linear", 0.60, 50, 10),
-        ("c2", "softmax", "softmax", 0.55, 50, 10),
-        ("c2", "distance", None, 0.50, 50, 10),
-        ("c2", "kmer", None, 0.61, 50, 10),
+        ("c1", "linear", "linear", 0.70, 100, 30, "above"),
+        ("c1", "softmax", "softmax", 0.80, 100, 30, "above"),
+        ("c1", "distance", None, 0.69, 100, 30, None),
+        ("c1", "kmer", None, 0.65, 100, 30, None),
+        ("c2", "linear", "linear", 0.62, 50, 10, "tie: interval"),
+        ("c2", "softmax", "softmax", 0.55, 50, 10, "below"),
+        ("c2", "distance", None, 0.50, 50, 10, None),
+        ("c2", "kmer", None, 0.61, 50, 10, None),
     ]
-    summary = pd.DataFrame(rows, columns=["cell_line", "model", "attention", "auroc", "n_test", "positives"])
+    columns = ["cell_line", "model", "attention", "auroc", "n_test", "positives", "peer_verdict"]
+    summary = pd.DataFrame(rows, columns=columns)
     table = writer.auroc_table(summary).splitlines()
     assert table[0] == "| cell line (test pairs, positives) | linear | softmax | distance | k-mer |"
     assert table[2] == "| c1 (100, 30) | **0.700** | 0.800 | 0.690 | 0.650 |"  # softmax is never bold
-    assert table[3] == "| c2 (50, 10) | 0.600 | 0.550 | 0.500 | 0.610 |"  # below k-mer: not bold
+    assert table[3] == "| c2 (50, 10) | 0.620 | 0.550 | 0.500 | 0.610 |"  # above k-mer's point, a tie by its interval
+    # A summary without verdicts (a run older than them) bolds nothing: no point comparison stands in.
+    assert "**" not in writer.auroc_table(summary.drop(columns="peer_verdict"))
 
 
 def test_replicated_models_show_their_spread_and_whether_a_baseline_lies_beyond_it():
@@ -71,8 +74,8 @@ def test_replicated_models_show_their_spread_and_whether_a_baseline_lies_beyond_
     ]
     summary = pd.DataFrame(rows, columns=columns)
     auroc = writer.auroc_table(summary).splitlines()
-    assert auroc[2] == "| c1 (100, 30) | **0.700** (0.690 ± 0.010) | 0.600 | 0.650 |"
-    assert auroc[3] == "| c2 (50, 10) | **0.600** (0.580 ± 0.030) | 0.500 | 0.590 |"
+    assert auroc[2] == "| c1 (100, 30) | 0.700 (0.690 ± 0.010) | 0.600 | 0.650 |"
+    assert auroc[3] == "| c2 (50, 10) | 0.600 (0.580 ± 0.030) | 0.500 | 0.590 |"
     spread = writer.spread_table(summary, [("linear", ["kmer"]), ("linear", ["distance", "kmer"])]).splitlines()
     assert spread[0] == "| cell line | linear vs k-mer | linear vs distance or k-mer |"
     assert spread[2] == (
@@ -86,6 +89,15 @@ def test_replicated_models_show_their_spread_and_whether_a_baseline_lies_beyond_
         summary[summary["model"] != "kmer"], [("linear", ["kmer"]), ("softmax", ["distance"])]
     )
     assert partial.splitlines()[2] == "| c1 | — | — |"
+    # With the paired interval against that baseline, the verdict reads both: above only when both say so.
+    diffs = {"auroc_diff_kmer": [0.05, None, None, 0.01, None, None]}
+    diffs["auroc_diff_kmer_lo"] = [0.01, None, None, -0.02, None, None]
+    diffs["auroc_diff_kmer_hi"] = [0.09, None, None, 0.04, None, None]
+    interval = writer.spread_table(summary.assign(**diffs), [("linear", ["kmer"])]).splitlines()
+    assert interval[2].endswith("every replicate above; Δ +0.050 [+0.010, +0.090]: above |")
+    assert interval[3].endswith("within the spread; Δ +0.010 [-0.020, +0.040]: tie: interval |")
+    excluded = summary.assign(**diffs).assign(auroc_diff_kmer_lo=[0.01, None, None, 0.002, None, None])
+    assert writer.spread_table(excluded, [("linear", ["kmer"])]).splitlines()[3].endswith(": tie: replicates |")
 
 
 def test_the_paired_table_shows_the_named_differences_with_their_intervals():

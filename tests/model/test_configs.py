@@ -241,6 +241,11 @@ def test_every_span_model_gets_a_length_control_unless_told_otherwise():
     assert length_control_of(controlled, "own") == "own_length_control"
     assert length_control_of(controlled, "quiet") is None and length_control_of(controlled, "linear") is None
     assert length_control_of(controlled, "span_length_control") is None  # a control has no control
+    # Two span models of one architecture and two recipes: each is set against its own control.
+    span = models["span"]
+    recipes = with_length_controls({"slow": {**span, "learning_rate": 1e-4}, "fast": {**span, "learning_rate": 1e-2}})
+    assert length_control_of(recipes, "fast") == "fast_length_control"
+    assert length_control_of(recipes, "slow") == "slow_length_control"
     ModelConfig(**architecture(controlled["span_length_control"]))  # a valid model
     with pytest.raises(ValueError, match="needs input: span"):
         ModelConfig(between="shuffled")

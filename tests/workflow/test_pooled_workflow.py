@@ -110,6 +110,7 @@ def test_epiformer_summary_of_some_models_equals_the_workflows_rows_for_them(poo
     shutil.copytree(
         pooled_run / "results" / "pooled" / "linear_pooled_distance", results / "pooled" / "linear_pooled_distance"
     )
+    shutil.copy(pooled_run / "results" / "selection.tsv", results)  # the run's choice: the command marks it too
     bootstrap = str(pooled_config(POOLED)["evaluate"]["bootstrap"])  # the workflow's, for the same intervals
     command = [sys.executable, "-m", "epiformer.cli", "summary", str(results), "--bootstrap", bootstrap, "--models"]
     subprocess.run([*command, "linear_pooled_distance", "distance", "distance_pooled"], check=True, capture_output=True)
@@ -120,7 +121,13 @@ def test_epiformer_summary_of_some_models_equals_the_workflows_rows_for_them(poo
     assert list(ours["kind"]) == ["transformer", "baseline", "baseline"] * len(CELLS)
     truth = ["oracle_auroc", "element_ceiling_auroc"]  # the workflow reads the demo's truth table; the command none
     assert ours[truth].isna().all().all()
-    pd.testing.assert_frame_equal(ours.drop(columns=truth), workflow.drop(columns=truth))
+    chosen = set(pd.read_csv(results / "selection.tsv", sep="\t").query("chosen")["model"])
+    if chosen <= set(ours["model"]):  # the run's choice is among the models summarised: marked as the run marks it
+        np.testing.assert_array_equal(ours["chosen_on_validation"], workflow["chosen_on_validation"])
+    else:  # another model was chosen: this summary cannot mark it
+        assert ours["chosen_on_validation"].isna().all()
+    kept = truth + ["chosen_on_validation"]
+    pd.testing.assert_frame_equal(ours.drop(columns=kept), workflow.drop(columns=kept))
     missing = subprocess.run([*command, "linear"], capture_output=True, text=True)
     assert missing.returncode == 1 and "no evaluated linear" in missing.stderr
 

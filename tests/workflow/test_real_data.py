@@ -45,6 +45,7 @@ def test_the_overlay_plans_four_cell_lines_every_model_and_the_genome_build(tmp_
     assert counts["ensemble_pooled"] == len(replicated & set(pooled))
     assert counts["evaluate_replicated"] == len(CELLS) * len(replicated)
     assert counts["evaluate"] == len(CELLS) * (len(models) - len(replicated)) and counts["transfer"] == per_cell
+    assert counts["validate"] == len(CELLS) * len(models) and counts["selection"] == 1
     assert {m["attention"] for m in models.values()} == {"linear", "softmax"}
     assert any(m.get("distance") for m in models.values()) and any(not m.get("distance") for m in models.values())
 

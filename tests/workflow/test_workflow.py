@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -157,6 +158,7 @@ def test_rerun_has_nothing_to_do_and_report_shows_every_figure_with_a_caption(fi
         "results/summary.html",
         "results/paired_comparison.html",
         "results/distance_bins.html",
+        "results/selection.html",
         "results/transfer/linear.html",
         "results/transfer/softmax.html",
         "results/demo_a/split_audit.html",
@@ -325,7 +327,72 @@ def test_a_new_cell_line_schedules_only_its_own_jobs_and_the_aggregates(finished
     aggregates = {rule for rule, wildcards in jobs if "cell=" not in wildcards}
     assert aggregates == {"transfer", "plot_transfer", "transfer_html"}  # per model; summary, comparison: none
     assert re.search(r"rule summary:", dry.stdout) and re.search(r"rule plot_comparison:", dry.stdout)
+    assert re.search(r"rule selection:", dry.stdout)  # the choice on validation, made again with the new cell line
     assert not re.search(r"cell=demo_[ab]\b", dry.stdout)
+
+
+def test_the_run_chooses_its_m7_from_each_models_validation_predictions(finished):
+    from epiformer.evaluation.selection import read_selection
+
+    results = finished / "results"
+    selection = read_selection(results / "selection.tsv")
+    assert sorted(zip(selection["cell_line"], selection["model"])) == sorted(
+        (cell, model) for cell in ("demo_a", "demo_b") for model in MODELS
+    )
+    assert set(selection.loc[selection["chosen"], "model"]) == {"linear"}  # the only M7 of the tiny config
+    assert selection.set_index("model")["candidate"].to_dict() == {"linear": True, "softmax": False}
+    for row in selection.itertuples():
+        folder = results / row.cell_line / row.model
+        validation = pd.read_csv(folder / "validation_predictions.tsv", sep="\t")
+        windows = pd.read_csv(results / row.cell_line / "windows.tsv", sep="\t")
+        assert sorted(validation["pair_id"]) == sorted(windows.query("split == 'val'")["pair_id"])
+        assert row.val_auroc == pytest.approx(roc_auc_score(validation["label"], validation["score"]), abs=1e-6)
+        # Training's kept validation scores stand for the model's own: the same file's scores.
+        kept = pd.read_csv(folder / "val_predictions.tsv", sep="\t").sort_values("pair_id")
+        np.testing.assert_array_equal(kept["score"].to_numpy(), validation["score"].to_numpy())
+    summary = pd.read_csv(results / "summary.tsv", sep="\t")
+    assert summary.set_index(["cell_line", "model"])["chosen_on_validation"].to_dict() == {
+        (cell, model): model == "linear" for cell, model in zip(summary["cell_line"], summary["model"])
+    }
+    text = (results / "summary.md").read_text()
+    assert "## Chosen on validation" in text and "puts **linear** forward" in text
+
+
+def test_the_choice_reads_no_test_file(finished, tmp_path):
+    """Every test split's predictions and metrics deleted, the selection job alone runs and chooses the same."""
+    run = tmp_path / "run"
+    shutil.copytree(finished, run, symlinks=True)
+    chosen = (run / "results" / "selection.tsv").read_text()
+    (run / "results" / "selection.tsv").unlink()
+    removed = [path for name in ("predictions.tsv", "metrics.json") for path in (run / "results").glob(f"*/*/{name}")]
+    assert len(removed) == 2 * 2 * (len(MODELS) + len(BASELINES))
+    for path in removed:
+        path.unlink()
+    done = snakemake(run, "results/selection.tsv")
+    assert done.returncode == 0, done.stderr[-3000:]
+    ran = set(re.findall(r"rule (\w+):", done.stdout + done.stderr))
+    assert ran == {"selection"}, ran
+    assert (run / "results" / "selection.tsv").read_text() == chosen
+
+
+def test_a_model_may_carry_its_own_recipe(finished, tmp_path):
+    """`learning_rate` and `weight_decay` in a model's entry are its own train.learning_rate and weight_decay."""
+    config = tiny_config()
+    config["models"]["linear_slow"] = {**config["models"]["linear"], "learning_rate": 0.0005, "weight_decay": 0.2}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    run = tmp_path / "run"  # a copy: the shared run's outputs stay the config's own
+    shutil.copytree(finished, run, symlinks=True)
+    target = "results/demo_a/linear_slow/model.json"
+    done = snakemake(run, target, "--configfile", str(tmp_path / "config.yaml"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "rule train:" in done.stdout + done.stderr and "rule windows:" not in done.stdout + done.stderr
+    own = json.loads((run / target).read_text())["train"]
+    shared = json.loads((run / "results/demo_a/linear/model.json").read_text())["train"]
+    assert (own["learning_rate"], own["weight_decay"]) == (0.0005, 0.2)
+    assert (shared["learning_rate"], shared["weight_decay"]) == (config["train"]["learning_rate"], 0.01)
+    assert {k: v for k, v in own.items() if k not in ("learning_rate", "weight_decay")} == {
+        k: v for k, v in shared.items() if k not in ("learning_rate", "weight_decay")
+    }
 
 
 def test_results_record_the_config_versions_and_genome_index_checksum(finished):

@@ -25,18 +25,11 @@ for _source in (WORKFLOW_DIR, Path(os.environ.get("EPIFORMER_SOURCE", WORKFLOW_D
 try:
     from epiformer.data.chromosomes import fai_path, read_chrom_sizes
     from epiformer.data.splits import SplitSpec
-    from epiformer.data.windows import WindowSpec
     from epiformer.constants import BASELINES as BASELINE_NAMES, POOLED_SUFFIX
     from epiformer.io.configfile import RESERVED_CELL_NAMES, check_folder_names, check_numbers, schema_error_in_brief
-    from epiformer.model.configs import (
-        ModelConfig,
-        TrainConfig,
-        architecture,
-        with_length_controls,
-        with_span_positions,
-    )
-    from epiformer.training.replicates import replicate_names
-    from epiformer.training.schedule import ENCODING_PRIORITY, training_priorities
+    from epiformer.model.configs import ModelConfig
+    from epiformer.plan import RunPlan
+    from epiformer.training.schedule import ENCODING_PRIORITY
 except ModuleNotFoundError:
     raise ModuleNotFoundError(
         "The workflow checks its settings with the epiformer package, which this Snakemake cannot import: "
@@ -48,9 +41,6 @@ try:
     validate(config, schema="../schemas/config.schema.yaml")
 except WorkflowError as error:
     raise schema_error_in_brief(error, "config") from None
-# Every span model beside its length control (config key length_control), as a model of its own.
-config["models"] = with_length_controls(config["models"], config["length_control"])
-
 samples = pd.read_csv(config["samples"], sep="\t", dtype=str, comment="#").fillna("")
 if samples.empty:
     raise ValueError(
@@ -81,6 +71,8 @@ for _row in samples.itertuples():
             f"Give yours: snakemake ... --config 'genomes={{{_row.genome}: /path/to/{_row.genome}.fa}}' "
             "(plain or bgzip FASTA), or set it in a config file."
         )
+samples = samples.set_index("cell_line", drop=False)
+
 check_folder_names(  # a model's folder beside the baselines'
     config["models"],
     "model",
@@ -91,38 +83,39 @@ check_folder_names(  # a model's folder beside the baselines'
         for folder in (name, name + POOLED_SUFFIX)
     },
 )
-samples = samples.set_index("cell_line", drop=False)
-
 CELL_LINES = list(samples.index)
-MODELS = list(config["models"])
-BASELINES = list(config["baselines"]["names"])
-# A pooled model is trained once on every cell line (results/pooled/{model}/) and evaluated on each; beside
-# pooled models, each baseline is also fitted pooled, so that they meet a peer that saw the same pairs.
-POOLED_MODELS = [name for name in MODELS if config["models"][name].get("pooled", False)]
-POOLED_BASELINES = [name + POOLED_SUFFIX for name in BASELINES] if POOLED_MODELS else []
-EVALUATED = MODELS + BASELINES + POOLED_BASELINES  # every table and plot shows models and baselines side by side
-CELL_MODELS = [name for name in MODELS if name not in POOLED_MODELS]
-# A model of one cell line scored on every other's test pairs (results/transfer/): with a sheet of one
-# cell line that matrix is the model's own test AUROC again, at the cost of scoring it again.
-TRANSFER_MODELS = CELL_MODELS if len(CELL_LINES) > 1 else []
-if set(MODELS) & set(BASELINES):
-    raise ValueError(
-        f"models: {', '.join(sorted(set(MODELS) & set(BASELINES)))} is also a baseline's name; "
-        "rename the model (results/{cell}/{name}/ would hold both)."
-    )
-
-
-def model_config(model):
-    """The model's architecture, as ModelConfig's keyword arguments (`configs.architecture`: less `pooled` and
-    `replicates`, which say how it is trained); a span model's positions reach over the longest span
-    windows.max_span allows."""
-    return with_span_positions(architecture(config["models"][model]), config["windows"]["max_span"])
-
-
-SPAN_MODELS = [name for name in MODELS if model_config(name).get("input") == "span"]
-
-
-TRAINING_PRIORITIES = training_priorities(config["models"], config["train"])
+# What the config asks for, decided once in the package (epiformer.plan); below, its answers under the
+# names the rules use.
+try:
+    PLAN = RunPlan(config, CELL_LINES)
+except ValueError as error:
+    raise ValueError(str(error)) from None
+config["models"] = PLAN.config["models"]  # every span model beside its length control, as a model of its own
+MODELS = PLAN.models
+BASELINES = PLAN.baselines
+POOLED_MODELS = PLAN.pooled_models
+POOLED_BASELINES = PLAN.pooled_baselines
+EVALUATED = PLAN.evaluated
+CELL_MODELS = PLAN.cell_models
+TRANSFER_MODELS = PLAN.transfer_models
+SPAN_MODELS = PLAN.span_models
+ELEMENT_MODELS = PLAN.element_models
+REPLICATED_MODELS = PLAN.replicated_models
+REPLICATES = PLAN.replicates  # folder names of a replicated model's replicates
+REPLICATE_NUMBERS = [str(number) for number in range(1, len(REPLICATES) + 1)]  # the {replicate} wildcard's values
+TRAINING_PRIORITIES = PLAN.training_priorities
+model_config = PLAN.model_config
+replicates_of = PLAN.replicates_of
+train_params = PLAN.train_params
+model_dir = PLAN.model_dir
+get_shards = PLAN.shards_of
+scoring_tokens = PLAN.scoring_tokens
+scoring_device = PLAN.scoring_device
+scoring_gpus = PLAN.scoring_gpus
+windows_params = PLAN.windows_params
+# Variant effects (the variants rule; `epiformer variants`): for each cell line whose sample sheet row
+# gives a `vcf`, by each of its own models (a span model scores a variant anywhere in a pair's span).
+VARIANT_CELLS = [cell for cell in CELL_LINES if "vcf" in samples.columns and samples.loc[cell, "vcf"]]
 
 
 def training_priority(wildcards):
@@ -130,67 +123,10 @@ def training_priority(wildcards):
     return TRAINING_PRIORITIES[wildcards.model]
 
 
-# Variant effects (the variants rule; `epiformer variants`): for each cell line whose sample sheet row
-# gives a `vcf`, by each of its own models (a span model scores a variant anywhere in a pair's span).
-VARIANT_CELLS = [cell for cell in CELL_LINES if "vcf" in samples.columns and samples.loc[cell, "vcf"]]
-# Models of one cell line that read element windows: what explain takes.
-ELEMENT_MODELS = [name for name in CELL_MODELS if name not in SPAN_MODELS]
-
-
-def windows_params():
-    """The windows stage's settings (WindowSpec): `max_span` only when some model reads spans.
-
-    Without span models no pair is dropped for its span (max_span None), and changing
-    `windows.max_span` re-runs nothing.
-    """
-    return {**config["windows"], "max_span": config["windows"]["max_span"] if SPAN_MODELS else None}
-
-
-SPAN_ONLY_TRAIN_KEYS = ("max_tokens_per_batch",)
-# Replicates (train.replicates, or a model's own `replicates`, > 1): each (cell line, model) is
-# trained once per replicate, in {model folder}/replicates/{1..N}/, and its folder holds the
-# ensemble's model.json (rule ensemble). One N for every replicated model of a run.
-
-
-def replicate_count(model):
-    """How many times a model is trained: its own `replicates`, else train.replicates."""
-    return int(config["models"][model].get("replicates", config["train"].get("replicates", 1)))
-
-
-REPLICATED_MODELS = [name for name in MODELS if replicate_count(name) > 1]
-_counts = {name: replicate_count(name) for name in REPLICATED_MODELS}
-if len(set(_counts.values())) > 1:
-    raise ValueError(
-        "models: replicated models must share one replicate count (a model's `replicates`, else train.replicates): "
-        + ", ".join(f"{name} {count}" for name, count in _counts.items())
-        + ". Give each either that count or replicates: 1."
-    )
-REPLICATES = replicate_names(max(_counts.values(), default=1))  # folder names of a replicated model's replicates
-REPLICATE_NUMBERS = [str(number) for number in range(1, len(REPLICATES) + 1)]  # the {replicate} wildcard's values
-
-
-def replicates_of(model):
-    """A model's replicate folders, relative to its folder: REPLICATES if it is replicated, else none."""
-    return REPLICATES if model in REPLICATED_MODELS else []
-
-
 def checkpoint_dir(folder, wildcards):
     """Where a training job keeps its checkpoint (outside the outputs, which a failed job loses): one per replicate."""
     replicate = [f"replicates/{wildcards.replicate}"] if wildcards.get("replicate") else []
     return os.path.join(".epiformer-checkpoints", folder, *replicate)
-
-
-def train_params(model, replicate=None):
-    """The train: block one training job reads: span-only keys left out for element models, `replicates` left
-    out (the count changes the folders, not a replicate's training) and the replicate's seed (so changing
-    either re-runs nothing it does not change)."""
-    skip = ("replicates",) + (() if model in SPAN_MODELS else SPAN_ONLY_TRAIN_KEYS)
-    params = {key: value for key, value in config["train"].items() if key not in skip}
-    if "max_tokens" in config["models"][model]:  # the model's own budget
-        params["max_tokens"] = config["models"][model]["max_tokens"]
-    if replicate is not None:
-        params["seed"] = TRAIN_CONFIG.replicate_seed(int(replicate))
-    return params
 
 
 def model_weights(cell, model):
@@ -204,72 +140,11 @@ def train_logs(folder, model):
     return [f"{folder}/{name}/train_log.tsv" for name in replicates_of(model)] or [f"{folder}/train_log.tsv"]
 
 
-def scoring_tokens(model):
-    """Model tokens a span batch may hold when scoring (TrainConfig.scoring_tokens); 0 for element models."""
-    return TRAIN_CONFIG.scoring_tokens if model in SPAN_MODELS else 0
-
-
-def scoring_device(model):
-    """Where a model's evaluation and transfer run: a span model where it trained (train.device: a GPU when
-    there is one; long spans make scoring as costly as an epoch), an element model on the CPU."""
-    return config["train"]["device"] if model in SPAN_MODELS else "cpu"
-
-
-def scoring_gpus(model):
-    """GPUs a scoring job of `model` asks the cluster for: one where it scores on a GPU."""
-    return 0 if scoring_device(model) == "cpu" else 1
-
-
-def get_shards(cell, model):
-    """The shard folder a model reads: span shards for span models, window shards otherwise."""
-    return f"results/{cell}/span_shards" if model in SPAN_MODELS else f"results/{cell}/shards"
-
-
-for _name in MODELS:
-    try:
-        ModelConfig(**model_config(_name))
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"models: {_name}: {error}. Fix that model's settings in the config.") from None
-try:
-    TRAIN_CONFIG = TrainConfig(**config["train"], reverse_complement=config["augment"]["reverse_complement"])
-except (TypeError, ValueError) as error:
-    raise ValueError(f"train: {error}. Fix it in the config.") from None
-for _name in POOLED_MODELS:
-    if _name in SPAN_MODELS:
-        raise ValueError(
-            f"models: {_name!r} reads spans and is pooled; span models are trained per cell line for now "
-            "(set pooled: false, or input: elements)."
-        )
-try:
-    WindowSpec(**windows_params())
-    SplitSpec.from_config(config["split"]).check()
-except ValueError as error:
-    raise ValueError(f"{error} (config)") from None
 for _genome, _fasta in config["genomes"].items():
     # Held-out chromosomes the genome lacks, where its index exists already (a genome made by the
     # workflow is checked by the windows job).
     if _genome in set(samples["genome"]) and fai_path(_fasta).is_file():
         SplitSpec.from_config(config["split"]).check(read_chrom_sizes(fai_path(_fasta)), f"genome {_genome} ({_fasta})")
-
-
-def sequence_only_twin(name):
-    """The model that differs from `name` only in `distance`, if the config has one."""
-
-    def settings(model):  # every setting, defaults included, and what it is trained on
-        pooled = config["models"][model].get("pooled", False)
-        return {**ModelConfig(**model_config(model)).to_dict(), "pooled": pooled, "distance": False}
-
-    twins = [other for other in MODELS if settings(other) == settings(name)]
-    return next((other for other in twins if not config["models"][other].get("distance", False)), None)
-
-
-for _name in MODELS:
-    if config["models"][_name].get("distance", False) and sequence_only_twin(_name) is None:
-        raise ValueError(
-            f"models: {_name!r} is given the genomic distance, but no model has the same settings without it. "
-            "Add that sequence-only twin (e.g. a copy of the entry with distance: false): a distance-aware "
-            "model is reported only beside the sequence-only model, to show what the distance adds."
-        )
 
 
 def regex_of(names):
@@ -302,11 +177,6 @@ def get_genome_store(wildcards):
 
 def get_vcf(wildcards):
     return samples.loc[wildcards.cell, "vcf"]
-
-
-def model_dir(cell, model):
-    """Where a model's weights and model.json are: its own per cell line, or the one pooled model."""
-    return f"results/pooled/{model}" if model in POOLED_MODELS else f"results/{cell}/{model}"
 
 
 def get_truth(cell):

@@ -7,6 +7,7 @@ REPORT_TABLES = [
     "results/summary.html",
     "results/paired_comparison.html",
     "results/distance_bins.html",
+    "results/selection.html",
     *expand("results/transfer/{model}.html", model=TRANSFER_MODELS),
     *expand("results/{cell}/split_audit.html", cell=CELL_LINES),
 ]
@@ -68,6 +69,23 @@ use rule summary_html as distance_bins_html with:
         "logs/distance_bins_html.log",
     params:
         title="AUROC and AUPRC within distance bins of the test pairs",
+        view="all",
+
+
+use rule summary_html as selection_html with:
+    input:
+        table="results/selection.tsv",
+    output:
+        html=report(
+            "results/selection.html",
+            caption="../report/selection.rst",
+            category="Summary",
+            labels={"table": "the model chosen on validation"},
+        ),
+    log:
+        "logs/selection_html.log",
+    params:
+        title="Every model's validation AUROC and AUPRC, and the M7 the run puts forward",
         view="all",
 
 

@@ -10,6 +10,7 @@ rule summary:
         truths=[get_truth(cell) for cell in CELL_LINES if get_truth(cell)],
         windows_stats=expand("results/{cell}/windows_stats.json", cell=CELL_LINES),
         windows=expand("results/{cell}/windows.tsv", cell=CELL_LINES),
+        selection="results/selection.tsv",
     output:
         tsv="results/summary.tsv",
         markdown="results/summary.md",

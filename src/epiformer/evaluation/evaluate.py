@@ -1,7 +1,9 @@
 """Scoring a trained model's validation and test splits into `predictions.tsv` and `metrics.json`.
 
-The validation split's scores are training's own where it kept them (`training_validation`);
-the test split is always scored here.
+The validation split is scored on its own (`score_validation`: training's own scores where it
+kept them, `training_validation`), into `validation_predictions.tsv`: the run's model choice
+(`evaluation.selection`) reads those files and nothing of the test split. `evaluate_model`
+scores the test split, taking the threshold from that file.
 
 The file formats and every metric are `epiformer.evaluation.metrics`'; the baselines write the same.
 An ensemble (`train.replicates` > 1) is scored replicate by replicate: each replicate's test
@@ -28,7 +30,7 @@ from epiformer.inference.trained_model import load_trained_model, predict_split,
 from epiformer.io.files import sha256_file
 from epiformer.io.metrics_file import write_metrics
 from epiformer.io.model_description import description_path, read_description
-from epiformer.io.predictions import write_predictions
+from epiformer.io.predictions import read_predictions, write_predictions
 from epiformer.model.configs import SCORING_BATCH_SIZE, SCORING_TOKENS
 
 
@@ -44,9 +46,12 @@ def evaluate_model(
     replicate_predictions: list | None = None,
     windows=None,
     bootstrap_unit: str = "pair",
+    validation_predictions=None,
 ) -> dict:
-    """Score a trained model or ensemble on the test split (and validation, where training kept no scores for it);
-    write predictions.tsv and metrics.json.
+    """Score a trained model or ensemble on the test split; write predictions.tsv and metrics.json.
+
+    The threshold comes from `validation_predictions` (what `score_validation` wrote); without
+    it the validation split is scored here too.
 
     For an ensemble, `replicate_predictions` are where each replicate's test predictions go, in
     the order of its model.json's `replicates` (the rule's declared outputs; default:
@@ -60,19 +65,15 @@ def evaluate_model(
     `windows` (windows.tsv); without it, pairs.
     """
     model_dir, device = Path(model_dir), select_device(device)
-    splits = {split: load_split(shard_dir, split) for split in SCORED_SPLITS}
-    names = read_model_description(model_dir).get("replicates", [])
-    folders = [model_dir / name for name in names]
-    scored = [score_splits(folder, splits, shard_dir, device, max_tokens) for folder in folders]
-    if scored:
-        frames = {split: mean_probability([replicate[split] for replicate in scored]) for split in SCORED_SPLITS}
-    else:
-        frames = score_splits(model_dir, splits, shard_dir, device, max_tokens)
+    wanted = SCORED_SPLITS if validation_predictions is None else ("test",)
+    frames, replicates = score_model(model_dir, shard_dir, wanted, device, max_tokens)
+    if validation_predictions is not None:
+        frames["val"] = read_predictions(validation_predictions)
     table = None if windows is None else pd.read_csv(windows, sep="\t")
     metrics = compute_metrics(frames["test"], frames["val"], resamples, seed, table, bootstrap_unit)
     metrics.update(data_fields(shard_dir))
-    if scored:
-        tests = [replicate["test"] for replicate in scored]
+    if replicates:
+        names, tests = list(replicates), [replicate["test"] for replicate in replicates.values()]
         if replicate_predictions is None:
             replicate_predictions = [Path(predictions_path).parent / name / "predictions.tsv" for name in names]
         if len(replicate_predictions) != len(names):
@@ -84,6 +85,29 @@ def evaluate_model(
     write_predictions(frames["test"], predictions_path)
     write_metrics(metrics_path, metrics)
     return metrics
+
+
+def score_validation(model_dir, shard_dir, path, max_tokens: int = SCORING_TOKENS, device: str = "cpu") -> pd.DataFrame:
+    """Score a trained model or ensemble on the validation split alone; write its predictions to `path`.
+
+    The test split is not loaded. A replicated model's scores are its replicates' mean probability,
+    as on the test split.
+    """
+    frames, _ = score_model(Path(model_dir), shard_dir, ("val",), select_device(device), max_tokens)
+    write_predictions(frames["val"], path)
+    return frames["val"]
+
+
+def score_model(model_dir: Path, shard_dir, wanted, device, max_tokens: int) -> tuple[dict, dict]:
+    """A model's or ensemble's predictions on each `wanted` split, and each replicate's own by its folder name, in
+    model.json's order (none if unreplicated)."""
+    splits = {split: load_split(shard_dir, split) for split in wanted}
+    names = read_model_description(model_dir).get("replicates", [])
+    scored = {name: score_splits(model_dir / name, splits, shard_dir, device, max_tokens) for name in names}
+    if scored:
+        frames = {split: mean_probability([replicate[split] for replicate in scored.values()]) for split in wanted}
+        return frames, scored
+    return score_splits(model_dir, splits, shard_dir, device, max_tokens), scored
 
 
 def score_splits(model_dir: Path, splits: dict, shard_dir, device, max_tokens: int) -> dict[str, pd.DataFrame]:

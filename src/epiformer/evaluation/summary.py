@@ -29,9 +29,11 @@ cell line's windows.tsv): matched_auroc, matched_auroc_lo, matched_auroc_hi (eac
 against the negatives of its own distance stratum), matched_auroc_diff_distance[_lo, _hi]
 (minus the distance baseline's, paired bootstrap; every row but the distance baseline's),
 binned_auroc_mean and binned_auprc_mean (over the distance bins that hold both classes). Last,
-peer_baseline and peer_verdict (models only; `with_peer_columns`): the strongest baseline fitted
+peer_baseline and peer_verdict (models only; `verdicts.with_peer_columns`): the strongest baseline fitted
 as the model was that reads what it reads (or less), and "above", "below", "tie: interval", "tie:
-replicates" or "no interval" against it, from the paired interval and the replicates' spread.
+replicates" or "no interval" against it, from the paired interval and the replicates' spread;
+chosen_on_validation (the model results/selection.tsv put forward, `evaluation.selection`; empty
+without it).
 Before the paired columns, REPLICATE_COLUMNS (models only; `train.replicates`): replicates,
 replicate_auroc_mean, replicate_auroc_sd, replicate_auprc_mean, replicate_auprc_sd (sd empty
 for one replicate), replicate_aurocs and replicate_auprcs (each replicate's, `;`-joined); the
@@ -69,9 +71,18 @@ from epiformer.evaluation.metrics import (
     groups_of_pairs,
     paired_bootstrap_difference,
 )
+from epiformer.evaluation.selection import chosen_names, read_selection, selection_markdown
+from epiformer.evaluation.verdicts import (
+    REPLICATE_DIGITS,
+    best_baseline,
+    replicate_values,
+    spread_verdict,
+    with_peer_columns,
+)
 from epiformer.io.files import atomic_write_text
 from epiformer.io.metrics_file import METRICS_JSON, metrics_path, read_metrics
 from epiformer.io.model_description import description_path, read_description
+from epiformer.io.predictions import read_predictions
 from epiformer.io.windows_stats import read_windows_stats, windows_stats_path
 from epiformer.model.configs import length_control_of
 
@@ -112,7 +123,7 @@ def dropped_counts(windows_stats: Path | None) -> dict:
 
 def oracle_auroc(predictions: Path, truth: Path) -> float:
     """AUROC of the generator's true probabilities (`p_interact`) on the evaluated pairs."""
-    frame = pd.read_csv(predictions, sep="\t").merge(pd.read_csv(truth, sep="\t")[["pair_id", "p_interact"]])
+    frame = read_predictions(predictions).merge(pd.read_csv(truth, sep="\t")[["pair_id", "p_interact"]])
     return float(roc_auc_score(frame["label"], frame["p_interact"]))
 
 
@@ -121,7 +132,7 @@ def element_ceiling_auroc(predictions: Path, truth: Path) -> float | None:
     truth_frame = pd.read_csv(truth, sep="\t")
     if "p_elements" not in truth_frame.columns:
         return None
-    frame = pd.read_csv(predictions, sep="\t").merge(truth_frame[["pair_id", "p_elements"]])
+    frame = read_predictions(predictions).merge(truth_frame[["pair_id", "p_elements"]])
     return float(roc_auc_score(frame["label"], frame["p_elements"]))
 
 
@@ -195,7 +206,6 @@ REPLICATE_COLUMNS = [
     "replicate_aurocs",
     "replicate_auprcs",
 ]
-REPLICATE_DIGITS = 4  # decimals of each replicate's AUROC and AUPRC in summary.tsv (the verdicts compare at it)
 
 
 def replicate_columns(metrics: dict, description: dict | None) -> dict:
@@ -395,55 +405,6 @@ def with_paired_columns(table: pd.DataFrame, paired: pd.DataFrame) -> pd.DataFra
     return table
 
 
-def peer_baseline(table: pd.DataFrame, row) -> str | None:
-    """A model's peer among its cell line's baselines that read nothing the model does not: one that reads all it
-    reads if any (distance_kmer for a model given distance or reading spans, kmer for one of sequence alone),
-    fitted as the model was (pooled or per cell line) where one was; the higher test AUROC between such equals.
-    None for a baseline row, or without one."""
-    if row["kind"] != "transformer":
-        return None
-    baselines = table[(table["cell_line"] == row["cell_line"]) & (table["kind"] == "baseline")].dropna(subset=["auroc"])
-    model_reads = set(row["reads"].split("+"))
-    reads = [set(text.split("+")) for text in baselines["reads"]]
-    baselines = baselines[[read <= model_reads for read in reads]]
-    if baselines.empty:
-        return None
-    same_inputs = baselines["reads"].map(lambda text: set(text.split("+")) == model_reads)
-    same_fit = baselines["pooled"].astype(str) == str(row["pooled"])  # True/False, or their text read back
-    ranked = baselines.assign(rank=same_inputs.astype(int) * 2 + same_fit.astype(int))
-    ranked = ranked[ranked["rank"] == ranked["rank"].max()]
-    return str(ranked.loc[ranked["auroc"].idxmax(), "model"])
-
-
-def peer_verdict(table: pd.DataFrame, row, peer: str | None) -> str | None:
-    """A model against its peer baseline, from the paired interval of their AUROC difference and, for replicates,
-    their spread: "above" or "below" only when the interval excludes 0 and every replicate lies on that side;
-    otherwise "tie: interval" (it holds 0), "tie: replicates" (the peer lies within their spread) or "no interval"
-    (no resample held both classes)."""
-    if peer is None:
-        return None
-    low, high = row[f"auroc_diff_{peer}_lo"], row[f"auroc_diff_{peer}_hi"]
-    if pd.isna(low) or pd.isna(high):
-        return "no interval"
-    bar = table.loc[(table["cell_line"] == row["cell_line"]) & (table["model"] == peer), "auroc"].iloc[0]
-    spread = spread_verdict(replicate_values(row), bar)
-    for side, excludes in (("above", low > 0), ("below", high < 0)):
-        if excludes:
-            return side if spread in ("", f"every replicate {side}") else "tie: replicates"
-    return "tie: interval"
-
-
-PEER_COLUMNS = ["peer_baseline", "peer_verdict"]
-
-
-def with_peer_columns(table: pd.DataFrame) -> pd.DataFrame:
-    """`table` with PEER_COLUMNS: each model's peer baseline (`peer_baseline`) and its verdict against it
-    (`peer_verdict`); empty on baseline rows."""
-    peers = [peer_baseline(table, row) for _, row in table.iterrows()]
-    verdicts = [peer_verdict(table, row, peer) for (_, row), peer in zip(table.iterrows(), peers)]
-    return table.assign(peer_baseline=peers, peer_verdict=verdicts)
-
-
 def with_distance_columns(
     table: pd.DataFrame,
     results: list[ModelResult],
@@ -461,7 +422,7 @@ def with_distance_columns(
     for result in results:
         if result.windows is None:
             continue
-        predictions = pd.read_csv(result.predictions, sep="\t")
+        predictions = read_predictions(result.predictions)
         frame = with_distances(predictions, windows.table(result.windows), result.predictions)
         groups = windows.groups(result, frame["pair_id"], unit)
         frames[(result.cell_line, result.model)] = frame if groups is None else frame.assign(group=groups)
@@ -486,8 +447,12 @@ def write_summary(
     distance_bins: int = DISTANCE_BINS,
     distance_strata: int = DISTANCE_STRATA,
     bootstrap_unit: str = "pair",
+    selection=None,
 ) -> pd.DataFrame:
     """Write summary.tsv, summary.md and, given their paths, paired_comparison.tsv and distance_bins.tsv.
+
+    `selection`: the run's selection.tsv (`evaluation.selection`), which marks the model chosen on
+    validation (column chosen_on_validation; empty without it) and adds its section to summary.md.
 
     `resamples`, `seed` and `bootstrap_unit` drive the paired bootstrap (the workflow passes
     `evaluate.bootstrap`, `evaluate.seed` and `evaluate.bootstrap_unit`, as for each model's own
@@ -500,8 +465,11 @@ def write_summary(
         table, results, distance_bins, distance_strata, resamples, seed, bootstrap_unit
     )
     table = with_peer_columns(table)
+    chosen = None if selection is None else read_selection(selection)
+    table["chosen_on_validation"] = np.nan if chosen is None else table["model"].isin(chosen_names(chosen))
+    markdown = to_markdown(table, paired, [] if chosen is None else selection_markdown(chosen, table))
     atomic_write_text(Path(tsv_path), table.to_csv(sep="\t", index=False, float_format="%.4g"))
-    atomic_write_text(Path(markdown_path), to_markdown(table, paired))
+    atomic_write_text(Path(markdown_path), markdown)
     if paired_path is not None:
         atomic_write_text(Path(paired_path), paired.to_csv(sep="\t", index=False, float_format="%.4g"))
     if distance_bins_path is not None:
@@ -573,8 +541,8 @@ def results_in_folder(results: Path, models: list[str] | None = None) -> list[Mo
     return sorted(chosen, key=lambda entry: (entry.cell_line, rank[entry.model]))
 
 
-def to_markdown(table: pd.DataFrame, paired: pd.DataFrame | None = None) -> str:
-    """summary.md: the summary table and, when given, the paired differences, as markdown."""
+def to_markdown(table: pd.DataFrame, paired: pd.DataFrame | None = None, selection: list[str] = ()) -> str:
+    """summary.md: the summary table and, when given, the paired differences and the `selection` section."""
     lines = [
         "| cell line | model | AUROC (95% CI) | AUPRC (95% CI) | F1 | MCC | oracle AUROC | parameters | train s |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -588,6 +556,7 @@ def to_markdown(table: pd.DataFrame, paired: pd.DataFrame | None = None) -> str:
         )
     lines += dropped_markdown(table)
     lines += peer_markdown(table)
+    lines += list(selection)
     if paired is not None and len(paired):
         lines += ["", *paired_markdown(paired)]
     lines += replicates_markdown(table)
@@ -596,7 +565,7 @@ def to_markdown(table: pd.DataFrame, paired: pd.DataFrame | None = None) -> str:
 
 
 def peer_markdown(table: pd.DataFrame) -> list[str]:
-    """The summary.md section that sets each model against its peer baseline (`with_peer_columns`)."""
+    """The summary.md section that sets each model against its peer baseline (`verdicts.with_peer_columns`)."""
     if "peer_baseline" not in table or table["peer_baseline"].isna().all():
         return []
     unit = table["bootstrap_unit"].iloc[0]
@@ -621,7 +590,7 @@ def peer_markdown(table: pd.DataFrame) -> list[str]:
         lines.append(
             f"| {row['cell_line']} | {row['model']} | {row['reads']} | {peer} | "
             f"{auroc[(row['cell_line'], peer)]:.3f} | {row['auroc']:.3f} | "
-            f"{_interval(*difference)} | {row['peer_verdict']} |"
+            f"{difference_text(*difference)} | {row['peer_verdict']} |"
         )
     return lines
 
@@ -666,44 +635,6 @@ def _peer_or_best(table: pd.DataFrame, row) -> tuple[str, float] | None:
     return best_baseline(table, row.cell_line)
 
 
-def replicate_values(row, metric: str = "auroc") -> list[float]:
-    """Each replicate's AUROC (or AUPRC) of a summary row, from its `replicate_{metric}s` column; [] for a baseline."""
-    text = getattr(row, f"replicate_{metric}s", None)  # a namedtuple of itertuples() or a Series
-    return [] if text is None or pd.isna(text) else [float(value) for value in str(text).split(";")]
-
-
-def best_baseline(table: pd.DataFrame, cell_line: str, names: list[str] | None = None) -> tuple[str, float] | None:
-    """The cell line's best baseline by test AUROC (of `names`, default all) and its AUROC, or None without one
-    (none of them run, or none scored)."""
-    rows = table[(table["cell_line"] == cell_line) & (table["kind"] == "baseline")]
-    if names is not None:
-        rows = rows[rows["model"].isin(names)]
-    rows = rows.dropna(subset=["auroc"])  # a baseline that could not be scored (one class) is no bar
-    if rows.empty:
-        return None
-    best = rows.loc[rows["auroc"].idxmax()]
-    return str(best["model"]), float(best["auroc"])
-
-
-def spread_verdict(replicates: list[float], bar: float) -> str:
-    """Where a model's replicates lie against a baseline's AUROC `bar`: every replicate above it, every one below
-    it, or the bar within their spread.
-
-    Only "every replicate above" or "below" says the model differs from the baseline beyond
-    what a seed changes; "within the spread" says a retrained model could land on either side.
-    The bar is compared at the precision the replicates are stored at (REPLICATE_DIGITS), so
-    a tie is a tie. Empty for fewer than two replicates, which have no spread.
-    """
-    if len(replicates) < 2:
-        return ""
-    bar = round(bar, REPLICATE_DIGITS)
-    if min(replicates) > bar:
-        return "every replicate above"
-    if max(replicates) < bar:
-        return "every replicate below"
-    return "within the spread"
-
-
 def within_distance_markdown(table: pd.DataFrame) -> list[str]:
     """The summary.md section on pairs of similar distance: matched AUROC and its difference with distance alone."""
     if "matched_auroc" not in table or table["matched_auroc"].isna().all():
@@ -730,7 +661,7 @@ def within_distance_markdown(table: pd.DataFrame) -> list[str]:
         name = row.model if row.kind == "transformer" else f"{row.model} (baseline)"
         difference = getattr(row, column)
         low, high = getattr(row, f"{column}_lo"), getattr(row, f"{column}_hi")
-        delta = "" if pd.isna(difference) else f"{difference:+.3f} [{low:+.3f}, {high:+.3f}]"
+        delta = "" if pd.isna(difference) else difference_text(difference, low, high)
         lines.append(
             f"| {row.cell_line} | {name} | {row.auroc:.3f} | {row.matched_auroc:.3f} "
             f"[{row.matched_auroc_lo:.3f}, {row.matched_auroc_hi:.3f}] | "
@@ -792,7 +723,7 @@ def paired_markdown(paired: pd.DataFrame) -> list[str]:
         cells = []
         for metric in PAIRED_METRICS:
             row = by_metric.loc[(cell, model, baseline, metric)]
-            cells += [f"{row.difference:+.3f} [{row.lo:+.3f}, {row.hi:+.3f}]", _verdict(row.lo, row.hi)]
+            cells += [difference_text(row.difference, row.lo, row.hi), _verdict(row.lo, row.hi)]
         lines.append(f"| {cell} | {model} vs {baseline} | " + " | ".join(cells) + " |")
     return lines + length_control_markdown(paired)
 
@@ -824,7 +755,7 @@ def length_control_markdown(paired: pd.DataFrame) -> list[str]:
         verdict = "yes" if row.lo > 0 else ("no: the control is better" if row.hi < 0 else "no (within the interval)")
         lines.append(
             f"| {row.cell_line} | {row.model} | {row.model_value:.3f} | {row.baseline} | {row.baseline_value:.3f} | "
-            f"{row.difference:+.3f} [{row.lo:+.3f}, {row.hi:+.3f}] | {verdict} |"
+            f"{difference_text(row.difference, row.lo, row.hi)} | {verdict} |"
         )
     return lines
 
@@ -833,8 +764,9 @@ def _verdict(low: float, high: float) -> str:
     return interval_verdict(low, high, 0.0, "yes: model better", "yes: baseline better", "no")
 
 
-def _interval(value, low, high) -> str:
-    """A difference and its interval as "+0.030 [+0.010, +0.050]"; a dash where there is none."""
+def difference_text(value, low, high) -> str:
+    """A difference and its interval as "+0.030 [+0.010, +0.050]" (every page and summary.md write them so); a dash
+    where there is none."""
     if any(pd.isna(number) for number in (value, low, high)):
         return "–"
     return f"{value:+.3f} [{low:+.3f}, {high:+.3f}]"

@@ -41,6 +41,7 @@ import torch
 from epiformer.constants import ELEMENTS
 from epiformer.interpret.attribution_store import write_attributions
 from epiformer.io.files import atomic_write_text
+from epiformer.io.predictions import read_predictions
 from epiformer.io.runlog import progress
 
 log = logging.getLogger(__name__)
@@ -288,7 +289,7 @@ def explain_model(
     from epiformer.io.files import read_windows
 
     model, _ = load_trained_model(model_dir, elements_only_for="the explain target")
-    pairs = choose_pairs(read_windows(windows_path), pd.read_csv(predictions_path, sep="\t"), spec.top_pairs)
+    pairs = choose_pairs(read_windows(windows_path), read_predictions(predictions_path), spec.top_pairs)
     log.info("Explaining %d test pairs of %s by %s", len(pairs), model_dir, spec.method)
     with Genome(genome_path) as genome:
         packed = encode_windows(genome, pairs, flank=0)  # centred windows, as predict and evaluation read them

@@ -46,6 +46,7 @@ import torch
 from epiformer.constants import SCORE_FORMAT, SEGMENT_IDS
 from epiformer.interpret.attributions import BASELINE, AttributionError, centred, choose_pairs
 from epiformer.io.files import atomic_write, atomic_write_text
+from epiformer.io.predictions import read_predictions
 from epiformer.io.runlog import progress
 
 log = logging.getLogger(__name__)
@@ -259,7 +260,7 @@ def explain_span_model(
     model, description = load_trained_model(model_dir)
     if description["model"].get("input") != "span":
         raise AttributionError(f"{model_dir} reads element windows: explain it with the attributions rule.")
-    ranked = choose_pairs(read_windows(windows_path), pd.read_csv(predictions_path, sep="\t"), top_pairs=0)
+    ranked = choose_pairs(read_windows(windows_path), read_predictions(predictions_path), top_pairs=0)
     pairs = spread_over_scores(ranked, spec.span_pairs)
     truth = pd.read_csv(truth_path, sep="\t").set_index("pair_id") if truth_path else None
     log.info("Explaining the spans of %d test pairs of %s by %s", len(pairs), model_dir, spec.span_method)

@@ -145,11 +145,14 @@ class ModelConfig:
         return asdict(self)
 
 
+# A config's `models:` entry may set these `train:` keys for itself: a budget, or a recipe of its own (candidate
+# recipes as models of their own, among which the run chooses on validation: evaluation.selection).
+MODEL_TRAIN_OVERRIDES = ("max_tokens", "learning_rate", "weight_decay")
 # Keys of a config's `models:` entry that say how the model is trained, not what it is: `pooled` (on
-# every cell line), `replicates` and `max_tokens` (the model's own train.replicates and train.max_tokens),
-# `length_control` (the model's own top-level length_control: whether a span model gets one) and
+# every cell line), `replicates` and MODEL_TRAIN_OVERRIDES (the model's own train.replicates, train.max_tokens,
+# ...), `length_control` (the model's own top-level length_control: whether a span model gets one) and
 # `train_first` (its training starts before the others when cores are short: training.schedule).
-MODEL_TRAINING_KEYS = ("pooled", "replicates", "max_tokens", "length_control", "train_first")
+MODEL_TRAINING_KEYS = ("pooled", "replicates", *MODEL_TRAIN_OVERRIDES, "length_control", "train_first")
 
 
 def architecture(entry: dict) -> dict:
@@ -180,7 +183,8 @@ def with_length_controls(models: dict, default: bool = True) -> dict:
 
 def length_control_of(models: dict, name: str) -> str | None:
     """The name of model `name`'s length control among `models` (a config's, or ModelConfig dicts), if it has one:
-    the model whose settings differ from its own only in `between: shuffled`."""
+    the model whose settings differ from its own only in `between: shuffled`, `<name>_length_control` first (two
+    span models of one architecture and different recipes each have their own)."""
 
     def settings(entry: dict) -> dict:
         return {key: value for key, value in architecture(entry).items() if key != "between"}
@@ -188,10 +192,11 @@ def length_control_of(models: dict, name: str) -> str | None:
     entry = models[name]
     if entry.get("between", "sequence") != "sequence":
         return None
+    named = name + LENGTH_CONTROL_SUFFIX
     return next(
         (
             other
-            for other, candidate in models.items()
+            for other, candidate in sorted(models.items(), key=lambda item: item[0] != named)
             if candidate.get("between") == "shuffled" and settings(candidate) == settings(entry)
         ),
         None,
