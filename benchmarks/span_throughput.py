@@ -87,7 +87,7 @@ def train_pass(model_config: ModelConfig, batches) -> tuple[float, int]:
     started = time.perf_counter()
     for batch in batch_loader(batches):
         loss = torch.nn.functional.binary_cross_entropy_with_logits(
-            score_batch(model, batch, torch.device("cpu")), batch["label"]
+            score_batch(model, model.config, batch, torch.device("cpu")), batch["label"]
         )
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

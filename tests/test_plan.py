@@ -39,6 +39,7 @@ def test_a_span_model_gets_its_length_control_span_shards_and_scores_where_it_tr
     assert plan.models == ["linear", "span", "span_length_control"]
     assert plan.entry("span_length_control")["between"] == "shuffled"
     assert plan.span_models == ["span", "span_length_control"] and plan.element_models == ["linear"]
+    assert plan.explained_span_models == ["span"]  # the control reads shuffled sequence: nothing there to explain
     assert (
         plan.shards_of("a", "span") == "results/a/span_shards" and plan.shards_of("a", "linear") == "results/a/shards"
     )
@@ -51,6 +52,7 @@ def test_a_span_model_gets_its_length_control_span_shards_and_scores_where_it_tr
     without = config_with({"span": span})
     without["length_control"] = False
     assert RunPlan(without, ["a"]).models == ["span"]
+    assert RunPlan(without, ["a"]).explained_span_models == ["span"]
 
 
 def test_a_training_job_reads_its_models_own_budget_recipe_and_seed_and_no_span_key_it_ignores():

@@ -53,7 +53,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from epiformer.evaluation.summary import difference_text, to_markdown, with_reference
+from epiformer.evaluation.summary import read_summary
+from epiformer.evaluation.summary_page import difference_text, to_markdown, with_reference
 from epiformer.evaluation.verdicts import best_baseline, peer_verdict, replicate_values, spread_verdict
 
 PAGES = Path(__file__).resolve().parent
@@ -375,7 +376,7 @@ def lottery_table(run: Path, tsv: str) -> str:
 def render(name: str, run: Path, page: str) -> str:
     if not (run / "summary.tsv").is_file():
         raise SystemExit(f"{run}/summary.tsv is missing: give that run's results/ folder (with --run {run.name}).")
-    summary = pd.read_csv(run / "summary.tsv", sep="\t")
+    summary = read_summary(run / "summary.tsv")
     paired_path = run / "paired_comparison.tsv"
     paired = pd.read_csv(paired_path, sep="\t") if paired_path.exists() else None
     tables = {

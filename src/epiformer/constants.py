@@ -31,11 +31,12 @@ def baseline_of(name: str) -> str | None:
 
 SHARD_FORMAT = 3  # 2: shards carry `distance`; 3: the manifest holds the window spec once (`windows`, `flank`)
 WINDOW_FIELDS = ("chrom", "start", "end")  # per element: `{element}_{field}` columns of pairs and windows tables
-WINDOW_SHARDS, SPAN_SHARDS = "windows", "span"  # a manifest's `kind` (window manifests omit it)
-SPAN_SHARD_FORMAT = (
-    2  # span shards (`epiformer.data.spans`, manifest kind "span"), versioned apart from SHARD_FORMAT; 2: coordinates
-    # only, the sequence cut from the genome store
-)
+# What a model reads (ModelConfig.input): the two element windows, or one sequence from the first to the second.
+# A shard manifest's `kind` is the input its shards serve, in the same word (element window manifests omit it).
+INPUTS = (ELEMENTS_INPUT, SPAN_INPUT) = ("elements", "span")
+# Span shards (`epiformer.data.spans`, manifest kind SPAN_INPUT), versioned apart from SHARD_FORMAT; 2: coordinates
+# only, the sequence cut from the genome store.
+SPAN_SHARD_FORMAT = 2
 GENOME_STORE, GENOME_STORE_FORMAT = "genome", 1  # the genome encoded once (`epiformer.data.genome_store`): kind, format
 # Scores (predictions, predict, variants, tracks, transfer) are written as pandas writes a float by default: the
 # shortest text that reads back to the same value of its dtype (float32 up to 9 digits, float64 up to 17), so every

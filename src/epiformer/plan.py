@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from epiformer.constants import POOLED_SUFFIX
+from epiformer.constants import POOLED_SUFFIX, SPAN_INPUT
 from epiformer.data.splits import SplitSpec
 from epiformer.data.windows import WindowSpec
 from epiformer.model.configs import (
@@ -80,12 +80,22 @@ class RunPlan:
 
     @cached_property
     def span_models(self) -> list[str]:
-        return [name for name in self.models if self.model_config(name).get("input") == "span"]
+        return [name for name in self.models if self.model_config(name).get("input") == SPAN_INPUT]
 
     @cached_property
     def element_models(self) -> list[str]:
         """Models of one cell line that read element windows (what explain and variants take)."""
         return [name for name in self.cell_models if name not in self.span_models]
+
+    @cached_property
+    def explained_span_models(self) -> list[str]:
+        """Span models of one cell line explained over their whole span (rule span_attributions); not a length
+        control, which reads shuffled sequence between its elements: nothing there to explain."""
+        return [
+            name
+            for name in self.cell_models
+            if name in self.span_models and self.model_config(name).get("between", "sequence") == "sequence"
+        ]
 
     @cached_property
     def replicated_models(self) -> list[str]:

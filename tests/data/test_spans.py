@@ -7,8 +7,9 @@ from safetensors.numpy import load_file
 
 from epiformer.data.encode import encode_shards
 from epiformer.data.encode_genome import build_store
-from epiformer.data.shards import ShardError, ShardSet, SpanShardSet, load_split
+from epiformer.data.shards import ShardError, ShardSet, SpanShardSet, folder_kind, load_split
 from epiformer.data.spans import encode_span_shards, span_coordinates
+from epiformer.model.configs import ModelConfig
 from tests.helpers import (
     bedtools_getfasta,
     encode_killed_after_two_shards,
@@ -241,8 +242,11 @@ def test_workers_write_the_same_bytes(span_shards, tmp_path):
 def test_other_kinds_and_formats_are_refused_clearly(span_shards, tmp_path):
     fasta, windows, _, shard_dir = span_shards
     encode_shards(windows, fasta, tmp_path / "windows_shards", flank=FLANK, shard_size=2)
-    with pytest.raises(ShardError, match="'windows' shards .*not span shards"):
+    with pytest.raises(ShardError, match="'elements' shards .*not span shards"):
         SpanShardSet(tmp_path / "windows_shards", "train")
+    # A folder's kind is the input of the models that read it, in ModelConfig.input's own word.
+    assert folder_kind(tmp_path / "windows_shards") == ModelConfig().input == "elements"
+    assert folder_kind(shard_dir) == ModelConfig(input="span").input
     with pytest.raises(ShardError, match="these are span shards .*SpanShardSet"):
         ShardSet(shard_dir, "train")  # the window-shard reader refuses span shards, naming their kind
     assert isinstance(load_split(shard_dir, "train"), SpanShardSet)  # load_split tells the kinds apart

@@ -20,13 +20,12 @@ from epiformer.evaluation.summary import (
     oracle_auroc,
     paired_comparison,
     paired_predictions,
-    peer_markdown,
-    replicates_markdown,
+    read_summary,
     summary_row,
-    to_markdown,
     with_paired_columns,
     write_summary,
 )
+from epiformer.evaluation.summary_page import peer_markdown, replicates_markdown, to_markdown
 from epiformer.evaluation.verdicts import (
     PEER_COLUMNS,
     best_baseline,
@@ -342,7 +341,12 @@ def test_summary_files_carry_the_paired_comparison(tmp_path):
             expected[(cell, "flat", name)] = metric(labels, model) - metric(labels, np.zeros(len(labels)))
     paths = [tmp_path / name for name in ("summary.tsv", "summary.md", "paired.tsv")]
     write_summary(results, *paths, resamples=200, seed=0)
-    summary, paired = pd.read_csv(paths[0], sep="\t"), pd.read_csv(paths[2], sep="\t")
+    summary, paired = read_summary(paths[0]), pd.read_csv(paths[2], sep="\t")
+    pd.testing.assert_frame_equal(summary, pd.read_csv(paths[0], sep="\t"))  # read back as written
+    for name, text in {"paired.tsv": paths[2].read_text(), "empty.tsv": "", "binary.tsv": "\x00\xff\xfe"}.items():
+        (tmp_path / name).write_bytes(text.encode("latin-1"))
+        with pytest.raises(ValueError, match=rf"{name}: (no kind column|not a readable summary)"):
+            read_summary(tmp_path / name)  # paired_comparison.tsv has cell_line and model, no kind
     columns = [f"{m}_diff_{b}{s}" for b in ("kmer", "flat") for m in ("auroc", "auprc") for s in ("", "_lo", "_hi")]
     # every existing column kept, in place; the within-distance ones after (empty without windows.tsv)
     assert list(summary.columns) == EXISTING_COLUMNS + columns + MATCHED_COLUMNS + PEER_COLUMNS + [

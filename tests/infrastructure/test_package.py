@@ -8,6 +8,7 @@ PyTorch stay importable where PyTorch is not installed (the analysis and genome 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -49,6 +50,9 @@ NEEDS_TORCH = {
     "epiformer.training.checkpoints",
     "epiformer.training.distributed",
     "epiformer.training.train",
+    "epiformer.training.steps",
+    "epiformer.training.validation",
+    "epiformer.training.outputs",
     "epiformer.evaluation.evaluate",
     "epiformer.evaluation.transfer",
     "epiformer.scoring.new_pairs",
@@ -157,6 +161,73 @@ def test_modules_without_pytorch_import_where_it_is_missing():
     assert done.stdout.count("imported") == len(light) > 30
     blocked = subprocess.run([sys.executable, "-c", TORCH_BLOCKER, "epiformer.model.ops"], capture_output=True)
     assert blocked.returncode != 0  # the blocker works
+
+
+# Each file format a run writes has one owner module: the only one whose code holds a path to the file, so every
+# reader and writer goes through it (issue 41). Docstrings, help texts and messages may name it.
+FILE_OWNERS = {
+    "model.json": {"io/model_description.py"},
+    "manifest.json": {"data/shards.py", "data/genome_store.py"},  # shard folders', the genome store's
+    "metrics.json": {"io/metrics_file.py"},
+    "selection.tsv": {"evaluation/selection.py"},
+    "train_log.tsv": {"training/outputs.py"},
+}
+
+
+def path_to(name: str, text: str) -> bool:
+    """Whether a string of code is a path to file `name` (`name`, `.../name`), not prose that mentions it (help
+    texts and error messages may name a file)."""
+    return not any(space in text for space in " \n\t") and (text == name or text.endswith("/" + name))
+
+
+def modules_naming(files, package_dir: Path = PACKAGE_DIR) -> dict[str, set[str]]:
+    """For each file name, the modules (paths below the package) whose code, docstrings left out, names it."""
+    found = {name: set() for name in files}
+    for path in sorted(package_dir.rglob("*.py")):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+        }
+        texts = [
+            node.value
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+        ]
+        for name in files:
+            if any(path_to(name, text) for text in texts):
+                found[name].add(path.relative_to(package_dir).as_posix())
+    return found
+
+
+def test_each_run_file_is_named_in_its_owner_module_only():
+    assert modules_naming(FILE_OWNERS) == FILE_OWNERS
+
+
+def test_the_owner_check_sees_a_second_module_naming_a_file(tmp_path):
+    (tmp_path / "owner.py").write_text('"""Reads model.json."""\nMODEL_JSON = "model.json"\n')
+    reader = 'def f(d):\n    """Not model.json\'s owner."""\n    return open(d + "/model.json").read()\n'
+    (tmp_path / "reader.py").write_text(reader)
+    (tmp_path / "quiet.py").write_text('"""Mentions model.json."""\nHELP = "the folder holds model.json"\n')
+    assert modules_naming(["model.json"], tmp_path) == {"model.json": {"owner.py", "reader.py"}}
+
+
+def test_the_architecture_page_names_every_module_in_its_folders_row():
+    page = (REPO / "docs" / "architecture.md").read_text()
+    rows = dict(re.findall(r"^\| `([a-z_]+/|[a-z_]+\.py)` \| (.*)$", page, re.M))  # the folder table's rows
+    missing = []
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        relative = path.relative_to(PACKAGE_DIR)
+        if path.stem == "__init__":
+            continue
+        if len(relative.parts) == 1:
+            missing += [] if relative.name in rows else [f"{relative}: no row"]
+        elif f"`{path.stem}`" not in rows.get(relative.parts[0] + "/", ""):
+            missing.append(f"{relative}: not named in the {relative.parts[0]}/ row")
+    assert missing == []
 
 
 def test_no_code_is_loaded_by_file_path_and_the_package_imports_no_benchmark():

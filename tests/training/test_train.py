@@ -20,21 +20,22 @@ from epiformer.data.batches import SpanBatches
 from epiformer.data.encode import encode_shards
 from epiformer.data.genome import Genome
 from epiformer.data.pairs import read_pairs
-from epiformer.data.shards import load_split
+from epiformer.data.shards import load_split, shard_manifest
 from epiformer.data.splits import SplitSpec, assign_splits
 from epiformer.data.windows import WindowSpec, make_windows
 from epiformer.inference.trained_model import load_trained_model
 from epiformer.io.files import sha256_file
 from epiformer.io.runlog import setup_logging
 from epiformer.model.transformer import ModelConfig
+from epiformer.training.checkpoints import run_fingerprint
 from epiformer.training.train import (
     TrainConfig,
     log_pairs_per_step,
     positive_weights,
     train_model,
     training_label,
-    validation_metrics,
 )
+from epiformer.training.validation import validation_metrics
 from tests.helpers import encode_spans_of_fasta
 
 TINY_MODEL = ModelConfig(d_model=16, n_layers=1, n_heads=2, d_ff=32, patch_size=4, kernel_size=8, dropout=0.1)
@@ -91,18 +92,22 @@ def test_training_keeps_the_kept_epochs_validation_scores(shard_dir, tmp_path):
     assert saved["val_predictions_sha256"] == sha256_file(tmp_path / "out" / "val_predictions.tsv")
 
 
-def test_a_run_resumed_from_a_checkpoint_without_validation_scores_scores_the_kept_weights(shard_dir, tmp_path):
+def test_a_checkpoint_an_older_epiformer_wrote_is_ignored_and_the_run_starts_afresh(shard_dir, tmp_path, caplog):
     config = train_config(epochs=2)
     train_model(shard_dir, TINY_MODEL, config, tmp_path / "first", tmp_path / "ckpt")
     checkpoint = tmp_path / "ckpt" / "last.pt"
     state = torch.load(checkpoint, weights_only=True)
-    del state["best"]["val_scores"]  # as a checkpoint written before they were kept
+    del state["best"]["val_scores"]  # as format 1 wrote it: no validation scores kept
     state["model"] = {name: torch.zeros_like(value) for name, value in state["model"].items()}  # not the kept weights
+    state["fingerprint"] = run_fingerprint(TINY_MODEL, config, shard_manifest(shard_dir), checkpoint_format=1)
     torch.save(state, checkpoint)
-    train_model(shard_dir, TINY_MODEL, config, tmp_path / "resumed", tmp_path / "ckpt")  # every epoch done: none runs
-    first, resumed = (pd.read_csv(tmp_path / run / "val_predictions.tsv", sep="\t") for run in ("first", "resumed"))
-    assert first["pair_id"].tolist() == resumed["pair_id"].tolist() and len(first) > 10
-    np.testing.assert_allclose(resumed["score"], first["score"], atol=1e-6, rtol=0)
+    with caplog.at_level(logging.WARNING, logger="epiformer.training.checkpoints"):
+        train_model(shard_dir, TINY_MODEL, config, tmp_path / "again", tmp_path / "ckpt")
+    assert "Ignoring checkpoint" in caplog.text and "older epiformer" in caplog.text
+    first, again = (load_file(str(tmp_path / run / "model.safetensors")) for run in ("first", "again"))
+    assert all(torch.equal(first[name], again[name]) for name in first)  # trained again, from the same seed
+    kept = (pd.read_csv(tmp_path / run / "val_predictions.tsv", sep="\t") for run in ("first", "again"))
+    pd.testing.assert_frame_equal(*kept)
 
 
 @pytest.mark.parametrize("attention", ["linear", "softmax", "gated_deltanet"])

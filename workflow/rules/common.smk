@@ -26,8 +26,7 @@ try:
     from epiformer.data.chromosomes import fai_path, read_chrom_sizes
     from epiformer.data.splits import SplitSpec
     from epiformer.constants import BASELINES as BASELINE_NAMES, POOLED_SUFFIX
-    from epiformer.io.configfile import RESERVED_CELL_NAMES, check_folder_names, check_numbers, schema_error_in_brief
-    from epiformer.model.configs import ModelConfig
+    from epiformer.io.configfile import check_folder_names, check_numbers, check_sample_sheet, schema_error_in_brief
     from epiformer.plan import RunPlan
     from epiformer.training.schedule import ENCODING_PRIORITY
 except ModuleNotFoundError:
@@ -42,35 +41,11 @@ try:
 except WorkflowError as error:
     raise schema_error_in_brief(error, "config") from None
 samples = pd.read_csv(config["samples"], sep="\t", dtype=str, comment="#").fillna("")
-if samples.empty:
-    raise ValueError(
-        f"{config['samples']}: the sample sheet lists no cell line. Add a row a cell line, tab-separated under "
-        "the header `cell_line  pairs  genome` (README, 'Your own genome and cell lines')."
-    )
-if "cell_line" in samples.columns:  # a clear message before the schema's
-    check_folder_names(samples["cell_line"], "cell line", config["samples"], RESERVED_CELL_NAMES)
+check_sample_sheet(samples, config["genomes"], config["samples"])  # clear messages before the schema's
 try:
     validate(samples, schema="../schemas/samples.schema.yaml")
 except WorkflowError as error:
     raise schema_error_in_brief(error, f"sample sheet {config['samples']}") from None
-if samples["cell_line"].duplicated().any():
-    raise ValueError(
-        f"{config['samples']}: cell_line "
-        f"{samples['cell_line'][samples['cell_line'].duplicated()].iloc[0]!r} appears twice; names must be unique."
-    )
-for _row in samples.itertuples():
-    if _row.genome not in config["genomes"]:
-        raise ValueError(
-            f"{config['samples']}: cell line {_row.cell_line!r} uses genome {_row.genome!r}, "
-            f"which is not a key of `genomes:` in the config (known: {', '.join(config['genomes'])})."
-        )
-    if not config["genomes"][_row.genome].strip():
-        # An overlay for a genome the user brings (config/crispri.yaml) leaves its path empty.
-        raise ValueError(
-            f"genomes: {_row.genome!r} (cell line {_row.cell_line!r} in {config['samples']}) has no FASTA path. "
-            f"Give yours: snakemake ... --config 'genomes={{{_row.genome}: /path/to/{_row.genome}.fa}}' "
-            "(plain or bgzip FASTA), or set it in a config file."
-        )
 samples = samples.set_index("cell_line", drop=False)
 
 check_folder_names(  # a model's folder beside the baselines'
@@ -209,11 +184,7 @@ def all_outputs():
     ]
 
 
-# Models of one cell line that read spans: explained over the whole span (rule span_attributions).
-# A length control reads shuffled sequence between its elements: nothing there to explain.
-CELL_SPAN_MODELS = [
-    name for name in CELL_MODELS if name in SPAN_MODELS and ModelConfig(**model_config(name)).between == "sequence"
-]
+CELL_SPAN_MODELS = PLAN.explained_span_models
 SPAN_EXPLAIN_KEYS = ("span_pairs", "span_method", "steps")  # what explaining a span model reads of `explain:`
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from epiformer.constants import ELEMENTS, SEGMENT_IDS
+from epiformer.constants import ELEMENTS, SEGMENT_IDS, SPAN_INPUT
 from epiformer.data.length_control import spans_read_as
 from epiformer.data.shards import ShardSet, Spans, segment_ids
 from epiformer.sequence.onehot import crop, known_bases, reverse_complement, unpack
@@ -235,9 +235,9 @@ def model_batches(
     segment shuffled for a length control (`between` "shuffled", `data.length_control`).
     """
     spans = isinstance(data, Spans)
-    if (model_input == "span") != spans:
+    if (model_input == SPAN_INPUT) != spans:
         given = "span shards" if spans else "element-window shards"
-        wanted = "span shards (results/{cell}/span_shards)" if model_input == "span" else "element-window shards"
+        wanted = "span shards (results/{cell}/span_shards)" if model_input == SPAN_INPUT else "element-window shards"
         raise ValueError(f"A model of input {model_input!r} reads {wanted}, but was given {given}.")
     if spans:
         return SpanBatches(spans_read_as(data, between), max_tokens, patch_size, **augmentation)

@@ -20,7 +20,6 @@ done.
 
 from __future__ import annotations
 
-import json
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from itertools import repeat
@@ -33,7 +32,8 @@ from safetensors.numpy import save_file
 from epiformer import __version__
 from epiformer.constants import ALPHABET, ELEMENTS, SHARD_FORMAT
 from epiformer.data.genome import Genome
-from epiformer.io.files import atomic_write, atomic_write_text, sha256_file
+from epiformer.data.shards import MANIFEST, write_manifest
+from epiformer.io.files import atomic_write, sha256_file
 from epiformer.io.runlog import progress
 from epiformer.sequence.onehot import pack_codes
 
@@ -130,7 +130,7 @@ def run_shard_jobs(encode_one, open_source, source_path, jobs: list[ShardJob], o
 
 def clear_previous_run(outdir: Path) -> None:
     """Remove the manifest first, then shards and temporaries a killed run may have left."""
-    (outdir / "manifest.json").unlink(missing_ok=True)
+    (outdir / MANIFEST).unlink(missing_ok=True)
     for path in list(outdir.glob("*/shard-*.safetensors")) + list(outdir.glob("**/.*.tmp-*")):
         path.unlink()
 
@@ -209,5 +209,4 @@ def encode_shards(
         "shards": entries,
         "inputs": {"pairs_sha256": pairs_sha256, "genome_index_sha256": genome_sha256},
     }
-    atomic_write_text(outdir / "manifest.json", json.dumps(manifest, indent=2))
-    return manifest
+    return write_manifest(outdir, manifest)

@@ -6,7 +6,6 @@ FASTA library: only building reads the FASTA.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
@@ -14,8 +13,7 @@ from pathlib import Path
 from epiformer import __version__
 from epiformer.constants import GENOME_STORE, GENOME_STORE_FORMAT
 from epiformer.data.genome import Genome
-from epiformer.data.genome_store import block_checksums
-from epiformer.io.files import atomic_write_text
+from epiformer.data.genome_store import block_checksums, write_store_manifest
 from epiformer.sequence.onehot import pack_codes
 
 PACKING = "one-hot A,C,G,T (N all zeros), numpy.packbits bitorder=big: 4 bits a base, 2 bases a byte"
@@ -78,7 +76,7 @@ def build_store(fasta: str | Path, folder: str | Path, block_bases: int = BLOCK_
             "genome": {"path": Path(fasta).name, "index_sha256": genome.index_sha256()},
             "epiformer_version": __version__,
         }
-    atomic_write_text(partial / "manifest.json", json.dumps(manifest, indent=1) + "\n")
+    write_store_manifest(partial, manifest)
     if folder.exists():
         shutil.rmtree(folder)
     os.replace(partial, folder)

@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from epiformer.constants import GENOME_STORE, GENOME_STORE_FORMAT
+from epiformer.io.files import atomic_write_text, sha256_file
 from epiformer.sequence.onehot import count_unknown, pack_nibbles, unpack, unpack_nibbles
 
 OPEN_MAPS = 256  # sequences a GenomeStore keeps mapped at once: a quarter of the common open-file limit
@@ -55,9 +56,23 @@ def block_checksums(path: Path, block_bases: int) -> list[str]:
     return checksums
 
 
+def store_manifest_path(folder: str | Path) -> Path:
+    return Path(folder) / "manifest.json"
+
+
+def write_store_manifest(folder: str | Path, manifest: dict) -> None:
+    """Write a store's manifest.json atomically, after its sequences (span shards record its SHA-256)."""
+    atomic_write_text(store_manifest_path(folder), json.dumps(manifest, indent=1) + "\n")
+
+
+def store_manifest_sha256(folder: str | Path) -> str:
+    """SHA-256 of a store's manifest.json: span shards record it, to refuse a store rebuilt since."""
+    return sha256_file(store_manifest_path(folder))
+
+
 def read_store_manifest(folder: str | Path) -> dict:
     """A store's manifest.json; GenomeStoreError naming the fix when it is missing or of another format."""
-    path = Path(folder) / "manifest.json"
+    path = store_manifest_path(folder)
     if not path.is_file():
         raise GenomeStoreError(
             f"{path} is missing: build the genome store (rule genome_store, or data.encode_genome.build_store) again."

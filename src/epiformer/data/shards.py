@@ -1,6 +1,11 @@
 """Reading shards back, without PyTorch: window shards (layout in `epiformer.data.encode`) and span
 shards (layout in `epiformer.data.spans`); `load_split` tells the two kinds apart by their manifest.
 
+A shard folder's manifest.json has its one writer (`write_manifest`, which both encoders call) and
+its one reader (`read_manifest`, which the kind-checking loaders build on) here. Its `kind` is the
+model input the shards serve, in ModelConfig.input's word: `elements` (omitted by element-window
+manifests) or `span`.
+
 Shards are memory-mapped, never loaded whole: a `ShardSet` parses each safetensors header
 and maps the tensors in place, so RAM stays flat however many shards a split has; only
 labels, pair ids and distances (17 bytes a pair) are read eagerly. Sequences stay bit-packed until a
@@ -19,20 +24,27 @@ from pathlib import Path
 
 import numpy as np
 
-from epiformer.constants import ELEMENTS, SEGMENT_IDS, SHARD_FORMAT, SPAN_SHARD_FORMAT, SPAN_SHARDS, WINDOW_SHARDS
-from epiformer.data.genome_store import GenomeStore, GenomeStoreError
-from epiformer.io.files import sha256_file
+from epiformer.constants import ELEMENTS, ELEMENTS_INPUT, SEGMENT_IDS, SHARD_FORMAT, SPAN_INPUT, SPAN_SHARD_FORMAT
+from epiformer.data.genome_store import GenomeStore, GenomeStoreError, store_manifest_sha256
+from epiformer.io.files import atomic_write_text, sha256_file
 
 SAFETENSORS_DTYPES = {"U8": np.uint8, "I64": np.int64}
+MANIFEST = "manifest.json"
 
 
 class ShardError(ValueError):
     """A shard that is missing, corrupt or does not match its manifest."""
 
 
+def write_manifest(shard_dir: str | Path, manifest: dict) -> dict:
+    """Write a shard folder's manifest.json atomically, after its shards: a folder with a manifest is whole."""
+    atomic_write_text(Path(shard_dir) / MANIFEST, json.dumps(manifest, indent=2))
+    return manifest
+
+
 def read_manifest(shard_dir: str | Path) -> dict:
     """A shard folder's manifest.json as it stands, of either kind; ShardError when it is missing."""
-    path = Path(shard_dir) / "manifest.json"
+    path = Path(shard_dir) / MANIFEST
     if not path.exists():
         raise ShardError(f"{path} is missing: re-run the encode step for this cell line.")
     return json.loads(path.read_text())
@@ -40,9 +52,9 @@ def read_manifest(shard_dir: str | Path) -> dict:
 
 def load_manifest(shard_dir: str | Path) -> dict:
     """The manifest of a window shard folder; ShardError when missing or of another kind or format."""
-    path = Path(shard_dir) / "manifest.json"
+    path = Path(shard_dir) / MANIFEST
     manifest = read_manifest(shard_dir)
-    if manifest.get("kind", WINDOW_SHARDS) != WINDOW_SHARDS:
+    if shard_kind(manifest) != ELEMENTS_INPUT:
         raise ShardError(
             f"{path}: these are {manifest['kind']} shards (one sequence per pair); read them with "
             "data.shards.SpanShardSet (load_split reads either kind), or encode element windows for this model."
@@ -127,16 +139,21 @@ def pooled_manifest(shard_dirs: list[str | Path]) -> dict:
     }
 
 
-def shard_kind(shard_dir: str | Path) -> str:
-    """`windows` or `span`: what a shard folder's manifest says it holds."""
-    return read_manifest(shard_dir).get("kind", WINDOW_SHARDS)
+def shard_kind(manifest: dict) -> str:
+    """The model input a shard manifest's shards serve: `elements` (element windows) or `span`."""
+    return manifest.get("kind", ELEMENTS_INPUT)
+
+
+def folder_kind(shard_dir: str | Path) -> str:
+    """The model input a shard folder's shards serve (`shard_kind` of its manifest)."""
+    return shard_kind(read_manifest(shard_dir))
 
 
 def shard_manifest(shard_dir: str | Path | list) -> dict:
     """One folder's manifest (window or span shards), or the pooled manifest of a list of window shard folders."""
     if isinstance(shard_dir, (list, tuple)):
         return pooled_manifest(list(shard_dir))
-    if shard_kind(shard_dir) == SPAN_SHARDS:
+    if folder_kind(shard_dir) == SPAN_INPUT:
         return load_span_manifest(shard_dir)
     return load_manifest(shard_dir)
 
@@ -235,10 +252,10 @@ class PackedPairs:
 
 def load_span_manifest(shard_dir: str | Path) -> dict:
     """The manifest of a span shard folder; ShardError when missing or of another kind or format."""
-    path = Path(shard_dir) / "manifest.json"
+    path = Path(shard_dir) / MANIFEST
     manifest = read_manifest(shard_dir)
-    kind, version = manifest.get("kind", WINDOW_SHARDS), manifest.get("format_version")
-    if kind != SPAN_SHARDS:
+    kind, version = shard_kind(manifest), manifest.get("format_version")
+    if kind != SPAN_INPUT:
         raise ShardError(
             f"{path}: {kind!r} shards (format {version}), not span shards: span input reads shards written by "
             f"`epiformer.data.spans.encode_span_shards`. Re-encode {Path(shard_dir)} with span input."
@@ -265,10 +282,8 @@ def open_genome_store(shard_dir: Path, manifest: dict, verify: bool) -> GenomeSt
     try:
         store = GenomeStore(folder)
     except GenomeStoreError as error:
-        raise ShardError(
-            f"{Path(shard_dir) / 'manifest.json'} reads its sequence from a genome store: {error}"
-        ) from None
-    if sha256_file(folder / "manifest.json") != record["manifest_sha256"]:
+        raise ShardError(f"{Path(shard_dir) / MANIFEST} reads its sequence from a genome store: {error}") from None
+    if store_manifest_sha256(folder) != record["manifest_sha256"]:
         raise ShardError(
             f"{folder}: this genome store is not the one {Path(shard_dir)} was encoded from (its manifest's "
             "SHA-256 differs): it was rebuilt, maybe from another genome. Re-run the span encode step "
@@ -413,9 +428,9 @@ def load_split(shard_dir: str | Path | list, split: str, verify: bool = True):
 
     A `ShardSet` for window shards, a `SpanShardSet` for span shards.
     """
-    if not isinstance(shard_dir, (list, tuple)) and shard_kind(shard_dir) == SPAN_SHARDS:
+    if not isinstance(shard_dir, (list, tuple)) and folder_kind(shard_dir) == SPAN_INPUT:
         return SpanShardSet(shard_dir, split, verify)
-    if isinstance(shard_dir, (list, tuple)) and any(shard_kind(folder) == SPAN_SHARDS for folder in shard_dir):
+    if isinstance(shard_dir, (list, tuple)) and any(folder_kind(folder) == SPAN_INPUT for folder in shard_dir):
         raise ShardError(
             f"{', '.join(map(str, shard_dir))}: span shards cannot be pooled across cell lines yet; "
             "train span models per cell line (pooled: false)."

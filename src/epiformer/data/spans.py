@@ -56,7 +56,6 @@ is refused), `windows` (the window spec, with the `max_span` that kept these pai
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -64,7 +63,7 @@ import numpy as np
 import pandas as pd
 
 from epiformer import __version__
-from epiformer.constants import ALPHABET, SPAN_SHARD_FORMAT, SPAN_SHARDS
+from epiformer.constants import ALPHABET, SPAN_INPUT, SPAN_SHARD_FORMAT
 from epiformer.data.encode import (
     ShardJob,
     split_record,
@@ -72,9 +71,8 @@ from epiformer.data.encode import (
     write_shard,
     write_shard_folder,
 )
-from epiformer.data.genome_store import GenomeStore, read_store_manifest
-from epiformer.data.shards import Spans
-from epiformer.io.files import atomic_write_text, sha256_file
+from epiformer.data.genome_store import GenomeStore, read_store_manifest, store_manifest_sha256
+from epiformer.data.shards import Spans, write_manifest
 
 SPAN_COLUMNS = ["pair_id", "chrom", "span_start", "span_end", "first_end", "second_start", "enhancer_first", "distance"]
 
@@ -178,14 +176,14 @@ def encode_span_shards(
     stats = windows_stats or {}
     manifest = {
         "format_version": SPAN_SHARD_FORMAT,
-        "kind": SPAN_SHARDS,
+        "kind": SPAN_INPUT,
         "epiformer_version": __version__,
         "channels": ALPHABET,
         "packing": "coordinates only: pair i's sequence is the genome store's bases [span_start - flank, "
         "span_end + flank) of sequence `chrom`, packed as the store packs them",
         "genome_store": {
             "path": os.path.relpath(Path(genome_store).resolve(), outdir.resolve()),
-            "manifest_sha256": sha256_file(Path(genome_store) / "manifest.json"),
+            "manifest_sha256": store_manifest_sha256(genome_store),
         },
         "windows": window_spec_of(windows, stats.get("windows")),
         "flank": flank,
@@ -193,8 +191,7 @@ def encode_span_shards(
         "shards": entries,
         "inputs": {"pairs_sha256": pairs_sha256, "genome_index_sha256": store["genome"]["index_sha256"]},
     }
-    atomic_write_text(outdir / "manifest.json", json.dumps(manifest, indent=2))
-    return manifest
+    return write_manifest(outdir, manifest)
 
 
 def spans_of_windows(windows, source, chrom_names, flank: int = 0) -> Spans:

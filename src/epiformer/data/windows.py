@@ -41,6 +41,7 @@ from epiformer.data.genome import Genome
 from epiformer.data.pairs import fail_at_first_bad_row, read_pairs
 from epiformer.data.splits import SplitSpec, assign_splits, split_audit
 from epiformer.io.files import atomic_write_text
+from epiformer.io.model_description import reads_spans
 from epiformer.io.provenance import input_record, package_versions
 from epiformer.io.windows_stats import write_windows_stats
 
@@ -216,8 +217,7 @@ def window_spec_for(
     or none (across chromosomes), is left unscored.
     """
     trained = dict(description["windows"])
-    reads_spans = description.get("model", {}).get("input") == "span"
-    settings = {**trained, "max_span": trained.get("max_span") if reads_spans else None}
+    settings = {**trained, "max_span": trained.get("max_span") if reads_spans(description) else None}
     for key, value in {"edge": edge, "max_n_fraction": max_n_fraction, "allow_trans": allow_trans}.items():
         if value is None:
             continue

@@ -112,10 +112,10 @@ def score_model(model_dir: Path, shard_dir, wanted, device, max_tokens: int) -> 
 
 def score_splits(model_dir: Path, splits: dict, shard_dir, device, max_tokens: int) -> dict[str, pd.DataFrame]:
     """One model's predictions (pair_id, label, score) on each scored split (validation: training's, if kept)."""
-    model, _ = load_trained_model(model_dir, device)
+    model, description = load_trained_model(model_dir, device)
     frames = {}
     for split, data in splits.items():
-        kept = training_validation(model_dir, shard_dir, data, device) if split == "val" else None
+        kept = training_validation(model_dir, description, shard_dir, data, device) if split == "val" else None
         if kept is not None:
             frames[split] = kept
             continue
@@ -125,20 +125,21 @@ def score_splits(model_dir: Path, splits: dict, shard_dir, device, max_tokens: i
     return frames
 
 
-def training_validation(model_dir: Path, shard_dir, data, device) -> pd.DataFrame | None:
+def training_validation(model_dir: Path, description: dict, shard_dir, data, device) -> pd.DataFrame | None:
     """The validation scores training wrote for its best epoch (VAL_PREDICTIONS), in the split's row order;
     None when they cannot stand for scoring the split again here.
 
     They are the kept weights' scores on these validation pairs: scoring the split again would
     repeat training's last validation pass (for softmax on the long demo's spans, five minutes).
-    model.json holds the file's checksum, so a file left by another training is not used. They
-    stand in only for the shards they were made on (a pooled model's validation, or a transfer
-    to another cell line's shards, is scored anew) and on the kind of device that made them
-    (training on a GPU scores in bfloat16, the CPU in float32). Training scores in batches of
+    The model's `description` (its model.json, read once with the weights) holds the file's
+    checksum, so a file left by another training is not used. They stand in only for the shards
+    they were made on (a pooled model's validation, or a transfer to another cell line's shards,
+    is scored anew) and on the kind of device that made them (training on a GPU scores in
+    bfloat16, the CPU in float32). Training scores in batches of
     its own size, so a score can differ from a fresh one in the last bits of float32 (on a GPU,
     in bfloat16's, by more).
     """
-    path, description = model_dir / VAL_PREDICTIONS, read_model_description(model_dir)
+    path = model_dir / VAL_PREDICTIONS
     if not path.is_file() or description.get("val_predictions_sha256") != sha256_file(path):
         return None
     if labelled_device_type(str(description.get("device", ""))) != torch.device(device).type:

@@ -20,8 +20,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from sklearn.metrics import average_precision_score, precision_recall_curve, roc_auc_score, roc_curve  # noqa: E402
 
-from epiformer.constants import POOLED_SUFFIX, baseline_of  # noqa: E402
+from epiformer.constants import ELEMENTS_INPUT, POOLED_SUFFIX, SPAN_INPUT, baseline_of  # noqa: E402
 from epiformer.evaluation.distance import REFERENCE  # noqa: E402
+from epiformer.evaluation.summary import read_summary  # noqa: E402
 from epiformer.io.files import atomic_write  # noqa: E402
 
 
@@ -252,7 +253,7 @@ TEST_SET_FIGURES = {"roc_pr": plot_roc_pr, "calibration": plot_calibration}
 
 def plot_comparison(summary_tsv: str | Path, out_png: str | Path) -> None:
     """AUROC and AUPRC with 95% intervals for every (cell line, model or baseline), one row per cell line."""
-    table = pd.read_csv(summary_tsv, sep="\t")
+    table = read_summary(summary_tsv)
     cells, colours = list(dict.fromkeys(table["cell_line"])), palette(table["model"])
     fig, axes = plt.subplots(
         len(cells), 2, figsize=(10, 1.2 + 0.45 * table.groupby("cell_line").size().max() * len(cells)), squeeze=False
@@ -309,7 +310,7 @@ def plot_cost(summary_tsv: str | Path, out_png: str | Path) -> None:
     model (`palette`, as in the run's other figures). The oracle and, where the truth table gives
     it, the best AUROC the element windows allow are drawn as lines.
     """
-    table = pd.read_csv(summary_tsv, sep="\t")
+    table = read_summary(summary_tsv)
     colours = palette(table["model"])
     table = table[table["kind"] == "transformer"]
     cells = list(dict.fromkeys(table["cell_line"]))
@@ -326,7 +327,7 @@ def plot_cost(summary_tsv: str | Path, out_png: str | Path) -> None:
                 entry.train_seconds / 60,
                 entry.auroc,
                 yerr=[[entry.auroc - entry.auroc_lo], [entry.auroc_hi - entry.auroc]],
-                fmt="s" if getattr(entry, "input", "elements") == "span" else "o",
+                fmt="s" if getattr(entry, "input", ELEMENTS_INPUT) == SPAN_INPUT else "o",
                 color=colours[entry.model],
                 capsize=3,
                 label=label,

@@ -24,6 +24,7 @@ from epiformer.io.model_description import (
     description_path,
     read_description,
     read_description_if_any,
+    reads_spans,
 )
 from epiformer.model.configs import SCORING_BATCH_SIZE, SCORING_TOKENS
 from epiformer.model.ensemble import EnsembleModel
@@ -79,7 +80,7 @@ def load_trained_model(
     """
     model_dir = Path(model_dir)
     description = read_model_description(model_dir)
-    if elements_only_for and description["model"].get("input") == "span":
+    if elements_only_for and reads_spans(description):
         raise ModelError(
             f"{model_dir} is a span model (input: span); `{elements_only_for}` scores element-window models only "
             "for now. Give a model trained with input: elements, or score spans through the workflow's evaluate rule."
@@ -134,7 +135,7 @@ def predict_split(
     scores, labels, ids, rows = [], [], [], []
     for index, batch in enumerate(batch_loader(batches)):
         with mixed_precision(device):
-            logits = score_batch(model, batch, device)
+            logits = score_batch(model, config, batch, device)
         scores.append(torch.sigmoid(logits.float()).cpu().numpy())
         labels.append(batch["label"].numpy())
         ids.append(batch["pair_id"].numpy())

@@ -46,6 +46,7 @@ import torch
 from epiformer.constants import SCORE_FORMAT, SEGMENT_IDS
 from epiformer.interpret.attributions import BASELINE, AttributionError, centred, choose_pairs
 from epiformer.io.files import atomic_write, atomic_write_text
+from epiformer.io.model_description import reads_spans
 from epiformer.io.predictions import read_predictions
 from epiformer.io.runlog import progress
 
@@ -258,7 +259,7 @@ def explain_span_model(
 
     out_dir = Path(out_dir)
     model, description = load_trained_model(model_dir)
-    if description["model"].get("input") != "span":
+    if not reads_spans(description):
         raise AttributionError(f"{model_dir} reads element windows: explain it with the attributions rule.")
     ranked = choose_pairs(read_windows(windows_path), read_predictions(predictions_path), top_pairs=0)
     pairs = spread_over_scores(ranked, spec.span_pairs)

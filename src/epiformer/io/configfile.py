@@ -64,6 +64,37 @@ def check_folder_names(names, what: str, source: str, reserved: dict | None = No
             raise ValueError(f"{source}: the {what} name {name!r} is reserved ({reserved[name]}); rename that {what}.")
 
 
+def check_sample_sheet(samples, genomes: dict, source: str) -> None:
+    """Fail, naming the sample sheet `source`, the row and the fix, on what its schema cannot see: no row, a cell
+    line that cannot be a folder name or appears twice, a genome that `genomes:` lacks or leaves without a path.
+
+    `samples` is the sheet as read (a DataFrame of text); a missing column is left to the schema.
+    """
+    if samples.empty:
+        raise ValueError(
+            f"{source}: the sample sheet lists no cell line. Add a row a cell line, tab-separated under "
+            "the header `cell_line  pairs  genome` (README, 'Your own genome and cell lines')."
+        )
+    if "cell_line" in samples.columns:
+        check_folder_names(samples["cell_line"], "cell line", source, RESERVED_CELL_NAMES)
+        twice = samples["cell_line"][samples["cell_line"].duplicated()]
+        if len(twice):
+            raise ValueError(f"{source}: cell_line {twice.iloc[0]!r} appears twice; names must be unique.")
+    for row in samples.itertuples() if {"cell_line", "genome"} <= set(samples.columns) else ():
+        if row.genome not in genomes:
+            raise ValueError(
+                f"{source}: cell line {row.cell_line!r} uses genome {row.genome!r}, "
+                f"which is not a key of `genomes:` in the config (known: {', '.join(genomes)})."
+            )
+        if not str(genomes[row.genome]).strip():
+            # An overlay for a genome the user brings (config/crispri.yaml) leaves its path empty.
+            raise ValueError(
+                f"genomes: {row.genome!r} (cell line {row.cell_line!r} in {source}) has no FASTA path. "
+                f"Give yours: snakemake ... --config 'genomes={{{row.genome}: /path/to/{row.genome}.fa}}' "
+                "(plain or bgzip FASTA), or set it in a config file."
+            )
+
+
 def schema_error_in_brief(error: Exception, source: str) -> Exception:
     """A schema's complaint about `source` (the config, a sample sheet) in one sentence and its fix, in place of
     Snakemake's "Error validating config file." followed by the whole schema: `error` is Snakemake's

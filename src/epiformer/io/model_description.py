@@ -1,6 +1,6 @@
 """model.json, a trained model's description: its one reader and its one writer.
 
-Training writes it beside the weights (`training.train.write_outputs`), an ensemble's from its
+Training writes it beside the weights (`training.outputs.write_outputs`), an ensemble's from its
 replicates' (`training.replicates`); evaluation, the summary, scoring and the plots read it.
 docs/outputs.md gives its keys. Torch-free, so that the workflow's light jobs read it cheaply.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from epiformer.constants import ELEMENTS
+from epiformer.constants import ELEMENTS, SPAN_INPUT
 from epiformer.io.files import atomic_write_text
 
 MODEL_JSON = "model.json"
@@ -46,6 +46,11 @@ def read_description_if_any(model_dir: str | Path) -> dict:
         return json.loads(description_path(model_dir).read_text())
     except (OSError, json.JSONDecodeError):
         return {}
+
+
+def reads_spans(description: dict) -> bool:
+    """Whether the model a description holds reads spans (ModelConfig.reads_spans, without building the config)."""
+    return description.get("model", {}).get("input") == SPAN_INPUT
 
 
 def write_description(model_dir: str | Path, description: dict) -> None:

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-from epiformer.constants import BETWEEN
+from epiformer.constants import BETWEEN, ELEMENTS_INPUT, INPUTS, SPAN_INPUT
 
 # linear: M7's ELU+1 kernel; softmax: its twin; deltanet and gated_deltanet: the delta rule and the
 # gated delta rule, each scanned forward and backward (model.delta_rule).
 ATTENTIONS = ("linear", "softmax", "deltanet", "gated_deltanet")
 DELTA_RULES = ("deltanet", "gated_deltanet")
-INPUTS = ("elements", "span")  # the two element windows, or one sequence from the first to the second
 # How bases become tokens: M7's linear projection, or filters and each channel's largest response
 # in a patch, through ReLU (conv) or exp (conv_exp), or a tower of convolutions and pooling that
 # reaches coarse tokens (32, 128 bp) at a fraction of a wide filter's cost (conv_tower).
@@ -99,7 +98,7 @@ class ModelConfig:
             )
         if self.positions not in POSITIONS:
             raise ValueError(f"positions must be one of {', '.join(POSITIONS)}, not {self.positions!r}")
-        if self.between != "sequence" and self.input != "span":
+        if self.between != "sequence" and not self.reads_spans:
             raise ValueError(f"between {self.between!r} (the length control) needs input: span")
         if self.pool not in POOLS:
             raise ValueError(f"pool must be one of {', '.join(POOLS)}, not {self.pool!r}")
@@ -122,7 +121,7 @@ class ModelConfig:
 
     def check_element_patch_size(self) -> None:
         """element_patch_size: for span models only, and a patch the stem can read (as for patch_size)."""
-        if self.input != "span":
+        if not self.reads_spans:
             raise ValueError(f"element_patch_size {self.element_patch_size} reads a span's elements: needs input: span")
         if not self.element_pool:
             raise ValueError(
@@ -136,10 +135,16 @@ class ModelConfig:
         except ValueError as error:
             raise ValueError(f"element_patch_size {self.element_patch_size}: {error}") from None
 
+    @property
+    def reads_spans(self) -> bool:
+        """Whether the model reads a span (one sequence from one element to the other) or two element windows:
+        the one place that tells, for the batches, the training loop and scoring alike."""
+        return self.input == SPAN_INPUT
+
     def element_stem(self) -> ModelConfig:
         """The stem settings of a span model's element tokens: its own, at element_patch_size bases a token."""
         fine = {"patch_size": self.element_patch_size, "element_patch_size": 0}
-        return replace(self, **fine, input="elements", between="sequence")
+        return replace(self, **fine, input=ELEMENTS_INPUT, between="sequence")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -174,7 +179,7 @@ def with_length_controls(models: dict, default: bool = True) -> dict:
     for name, entry in models.items():
         controlled.setdefault(name, entry)
         wanted = entry.get("length_control", default)
-        if wanted and entry.get("input") == "span" and entry.get("between", "sequence") == "sequence":
+        if wanted and entry.get("input") == SPAN_INPUT and entry.get("between", "sequence") == "sequence":
             control = name + LENGTH_CONTROL_SUFFIX
             made = {key: value for key, value in entry.items() if key != "length_control"}
             controlled.setdefault(control, models.get(control, {**made, "between": "shuffled"}))
@@ -206,7 +211,7 @@ def length_control_of(models: dict, name: str) -> str | None:
 def with_span_positions(settings: dict, max_span: int) -> dict:
     """A model's settings (ModelConfig keywords) with, for a span model, `max_positions`: the tokens of the
     longest span `max_span` allows, so that its positions stay distinct over every span it can read."""
-    if settings.get("input") != "span":
+    if settings.get("input") != SPAN_INPUT:
         return settings
     patch = settings.get("patch_size", ModelConfig.patch_size)
     return {**settings, "max_positions": -(-max_span // patch)}

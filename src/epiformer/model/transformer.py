@@ -578,7 +578,7 @@ class EPITransformer(nn.Module):
         self.config = config
         self.tokenizer = Tokenizer(config)
         # Element models keep two segments, so their saved weights load as before.
-        self.segment = nn.Embedding(3 if config.input == "span" else 2, config.d_model)
+        self.segment = nn.Embedding(3 if config.reads_spans else 2, config.d_model)
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
         if config.zero_init:
             for block in self.blocks:
@@ -621,7 +621,7 @@ class EPITransformer(nn.Module):
     ) -> torch.Tensor:
         """Logits [B] from the two elements, or from a span (`span`, `segment`, `span_valid`): module docstring."""
         fine = None  # span models with element_patch_size: which tokens are the elements' own
-        if self.config.input == "span":
+        if self.config.reads_spans:
             x, valid, padding, token_segment, fine = self.span_tokens(span, segment, span_valid)
         else:
             x, valid, padding, token_segment = self.join_elements(enhancer, promoter, enhancer_valid, promoter_valid)
@@ -736,10 +736,11 @@ def recomputing(tokens: int) -> bool:
     return torch.is_grad_enabled() and tokens > RECOMPUTE_TOKENS
 
 
-def score_batch(model: nn.Module, batch: dict, device: torch.device) -> torch.Tensor:
-    """Logits [B] of a `batches.PairBatches` or `batches.SpanBatches` batch (with the distance, for models using it)."""
+def score_batch(model: nn.Module, config: ModelConfig, batch: dict, device: torch.device) -> torch.Tensor:
+    """Logits [B] of a batch of `model` (of `config`, whatever wraps it: DDP, compile, an ensemble): a
+    `batches.PairBatches` batch or, for a model that reads spans, a `batches.SpanBatches` one."""
     distance = batch["distance"].to(device)
-    if "span" in batch:
+    if config.reads_spans:
         return model(
             span=batch["span"].to(device),
             segment=batch["segment"].to(device),

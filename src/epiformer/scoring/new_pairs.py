@@ -74,7 +74,7 @@ def score_spans(
 
 def score_pairs(model, genome, windows, batch_size: int, device, max_tokens: int = SCORING_TOKENS) -> pd.DataFrame:
     """`pair_id, score` of every row of a windows table, by what the model reads: element windows or spans."""
-    if model.config.input == "span":
+    if model.config.reads_spans:
         return score_spans(model, genome, windows, device, max_tokens)
     return score_windows(model, genome, windows, batch_size, device)
 
@@ -98,13 +98,13 @@ def load_scoring_model(
         "max_n_fraction=%s, allow_trans=%s%s",
         model_dir,
         description["model"].get("attention"),
-        "spans" if spec.max_span is not None else "element windows",
+        "spans" if model.config.reads_spans else "element windows",
         spec.enhancer_width,
         spec.promoter_width,
         spec.edge,
         spec.max_n_fraction,
         spec.allow_trans,
-        f", spans up to {spec.max_span:,} bp" if spec.max_span is not None else "",
+        f", spans up to {spec.max_span:,} bp" if spec.max_span is not None else "",  # None: of any length
     )
     return model, spec
 

@@ -336,7 +336,7 @@ def score_alleles(model, genome, windows, alleles: Alleles, batch_size: int, dev
     """VARIANT_COLUMNS for every allele in what each pair's model reads (its windows, or its span), by pair_id,
     pos and VCF order; pairs by chunk."""
     windows = windows.sort_values("pair_id", ignore_index=True)
-    reads_spans = model.config.input == "span"
+    reads_spans = model.config.reads_spans
     grouped = alleles.by_chromosome()
     longest = int(alleles.table["ref"].str.len().max()) if len(alleles.table) else 1
     offsets = range(0, len(windows), CHUNK_PAIRS)
@@ -383,7 +383,7 @@ def score_variants(
         windows, left_out = place_pair_windows(pairs, genome, spec)
         if len(left_out):
             log.warning("%d pair(s) cannot be scored (as in predict); their variants are not scored", len(left_out))
-        read_regions = span_intervals if model.config.input == "span" else element_windows
+        read_regions = span_intervals if model.config.reads_spans else element_windows
         scored = IntervalUnion(*read_regions(windows))
         left_out_windows = unscored_pair_windows(pairs, left_out["pair_id"], genome.sizes, spec)
         unscored = IntervalUnion(*read_regions(left_out_windows))

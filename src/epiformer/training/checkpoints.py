@@ -3,7 +3,8 @@
 The rolling checkpoint `{checkpoint_dir}/last.pt` holds the model, optimiser and scheduler
 states, the epochs done, the best epoch so far and, mid-epoch, the batches done and every
 process's RNG state. It is loaded only when its fingerprint (model and training settings,
-the shards' checksums) matches the run's: a changed setting starts afresh.
+the shards' checksums, the checkpoint format) matches the run's: a changed setting, or a
+checkpoint an older epiformer wrote, starts afresh.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from epiformer.io.files import atomic_write
 from epiformer.model.configs import ModelConfig, TrainConfig
 
 log = logging.getLogger(__name__)
+CHECKPOINT_FORMAT = 2  # 2: the best epoch keeps its validation scores (`val_predictions.tsv` comes from them)
 
 
 class StopRequest:
@@ -71,13 +73,19 @@ def load_checkpoint(checkpoint_dir: Path, fingerprint: str) -> dict | None:
         return None
     state = torch.load(path, weights_only=True)
     if state.get("fingerprint") != fingerprint:
-        log.warning("Ignoring checkpoint %s: it was made with other data or settings.", path)
+        log.warning("Ignoring checkpoint %s: it was made with other data or settings, or by an older epiformer.", path)
         return None
     return state
 
 
-def run_fingerprint(model_config: ModelConfig, train_config: TrainConfig, manifest: dict) -> str:
-    """SHA-256 of what decides a run's results: model and training settings, the shards' checksums."""
+def run_fingerprint(
+    model_config: ModelConfig, train_config: TrainConfig, manifest: dict, checkpoint_format: int = CHECKPOINT_FORMAT
+) -> str:
+    """SHA-256 of what decides a run's results and what its checkpoint holds: model and training settings, the
+    shards' checksums, the checkpoint format."""
     settings = {k: v for k, v in asdict(train_config).items() if k != "checkpoint_minutes"}  # cannot change results
-    text = json.dumps([model_config.to_dict(), settings, manifest["shards"]], sort_keys=True)
+    parts = [model_config.to_dict(), settings, manifest["shards"]]
+    if checkpoint_format > 1:  # format 1's fingerprints did not name their format
+        parts.append({"checkpoint_format": checkpoint_format})
+    text = json.dumps(parts, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()

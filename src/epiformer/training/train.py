@@ -1,10 +1,12 @@
 """Training: AdamW, warm-up + cosine schedule, class-weighted loss, best-on-validation.
 
-Outputs in `outdir`: `model.safetensors` (the weights of the epoch with the best
-validation AUPRC), `model.json` (model config, the shards' window spec and flank, training config,
-data manifest checksum, versions), `train_log.tsv` (one row per epoch) and, for a model of one
-cell line, `val_predictions.tsv`: the best epoch's validation scores, which evaluation uses
-rather than score the validation split again (`evaluation.evaluate.training_validation`).
+The loop lives here; the steps it takes (each epoch's batches, the token budget's plan) in
+`training.steps`, the validation scores each epoch is judged by in `training.validation`, and
+what it leaves in `outdir` in `training.outputs`: `model.safetensors` (the weights of the epoch
+with the best validation AUPRC), `model.json`, `train_log.tsv` (one row per epoch) and, for a
+model of one cell line, `val_predictions.tsv`: the best epoch's validation scores, which
+evaluation uses rather than score the validation split again
+(`evaluation.evaluate.training_validation`).
 
 A rolling checkpoint (model, optimiser, scheduler, RNG states, epoch, batch, best metric)
 is kept in `checkpoint_dir`, which must lie outside the rule's declared outputs: Snakemake
@@ -25,27 +27,18 @@ import logging
 import math
 import os
 import random
-import resource
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import torch
-from safetensors.torch import save_file
-from sklearn.metrics import average_precision_score, roc_auc_score
 
-from epiformer.constants import VAL_PREDICTIONS
-from epiformer.data.batches import SpanBatches, batch_loader, check_shift, model_batches
-from epiformer.data.shards import load_split, manifest_checksum, shard_manifest
+from epiformer.data.batches import SpanBatches, batch_loader, check_shift
+from epiformer.data.shards import load_split, shard_manifest
 from epiformer.inference.devices import device_label, mixed_precision, select_device
-from epiformer.inference.trained_model import predict_split
-from epiformer.io.files import atomic_write, atomic_write_text, sha256_file
-from epiformer.io.model_description import read_description, write_description
-from epiformer.io.predictions import write_predictions
-from epiformer.io.provenance import package_versions
+from epiformer.io.model_description import read_description
 from epiformer.io.runlog import log_files, progress, setup_logging
 from epiformer.model.configs import ModelConfig, TrainConfig
 from epiformer.model.transformer import EPITransformer, count_parameters, score_batch
@@ -58,21 +51,11 @@ from epiformer.training.checkpoints import (
     save_checkpoint,
 )
 from epiformer.training.distributed import agree, forward_stop_signals, free_port, gather, process_device
+from epiformer.training.outputs import write_outputs
+from epiformer.training.steps import budget_plan, epoch_batches
+from epiformer.training.validation import validation_metrics, validation_scores
 
 log = logging.getLogger(__name__)
-LOG_COLUMNS = [
-    "epoch",
-    "train_loss",
-    "val_loss",
-    "val_auroc",
-    "val_auprc",
-    "learning_rate",
-    "seconds",
-    "tokens_per_s",
-    "tokens",  # model tokens trained on in the epoch, all processes together (what train.max_tokens counts)
-    "device",
-    "epoch_fraction",  # below 1 only for an epoch that a budget (train.max_tokens or max_minutes) cut short
-]
 EpochHook = Callable[[dict], bool | None]  # train_model's `on_epoch`: an epoch's row in, True to end training
 
 
@@ -118,7 +101,7 @@ def train_model(
     GPUs, gloo on the CPU), each on its own slice of every global batch of `batch_size`.
 
     `on_epoch`, for studies that watch a run: called after each epoch this call trains, once it is
-    validated and checkpointed, with a copy of its train_log.tsv row (`LOG_COLUMNS`: epoch, val_auroc,
+    validated and checkpointed, with a copy of its train_log.tsv row (`training.outputs.LOG_COLUMNS`: epoch, val_auroc,
     val_auprc, ...). A true return ends training there, as `patience` does: the outputs are
     written from the best epoch so far, and the checkpoint stays, so a re-run resumes after that
     epoch. With `devices` > 1 every process calls it on its own row (the same validation figures, its own
@@ -180,72 +163,6 @@ def _optimisation(model, train_config: TrainConfig, total: int):
     return optimizer, scheduler
 
 
-def _epoch_batches(train_data, model_config: ModelConfig, train_config: TrainConfig, epoch: int, rank: int, world: int):
-    """This process's share of an epoch; depends only on (seed, epoch), so a resumed run sees the same.
-
-    Window pairs come `batch_size` (global) at a time; spans by length, each process's
-    batch within `max_tokens_per_batch` model tokens (a patch of bases each), padding included.
-    """
-    augmentation = {
-        "shuffle": True,
-        "seed": train_config.seed,
-        "epoch": epoch,
-        "max_shift": train_data.flank if train_config.max_shift is None else train_config.max_shift,
-        "reverse_complement_prob": 0.5 if train_config.reverse_complement else 0.0,
-        "rank": rank,
-        "world_size": world,
-    }
-    batch_size, max_tokens = train_config.batch_size // world, train_config.max_tokens_per_batch
-    return model_batches(
-        model_config.input,
-        train_data,
-        batch_size,
-        max_tokens,
-        model_config.patch_size,
-        model_config.between,
-        **augmentation,
-    )
-
-
-def step_tokens(train_data, model_config: ModelConfig, train_config: TrainConfig, epoch: int, world: int) -> np.ndarray:
-    """int64 [steps]: the model tokens (padding left out) of each step of `epoch`, all processes together.
-
-    Every process computes the same numbers from the batch plans alone, so a token budget
-    stops all of them at the same step with no message between them, on any machine.
-    """
-    patch = model_config.patch_size
-    ranks = [_epoch_batches(train_data, model_config, train_config, epoch, rank, world) for rank in range(world)]
-    return np.sum([_batch_tokens(batches, patch) for batches in ranks], axis=0).astype(np.int64)
-
-
-def _batch_tokens(batches, patch_size: int) -> np.ndarray:
-    """int64 [batches]: model tokens in each batch of a PairBatches or SpanBatches, padding left out."""
-    if isinstance(batches, SpanBatches):
-        return np.array([(-(-batches.span_lengths[rows] // patch_size)).sum() for rows in batches.batches], np.int64)
-    per_pair = sum(-(-width // patch_size) for width in batches.shards.widths.values())
-    return np.array([per_pair * len(rows) for rows in batches.batches], np.int64)
-
-
-def budget_plan(train_data, model_config: ModelConfig, train_config: TrainConfig, world: int) -> list[np.ndarray]:
-    """Each epoch's step tokens (`step_tokens`), cut where train.max_tokens is reached: the steps the run takes.
-
-    Training stops after the step that reaches the budget; epochs past it are left out. With no
-    budget, every step of every epoch. The learning-rate schedule is laid over these steps.
-    """
-    plan, spent = [], 0
-    for epoch in range(1, train_config.epochs + 1):
-        tokens = step_tokens(train_data, model_config, train_config, epoch, world)
-        if train_config.max_tokens:
-            if spent >= train_config.max_tokens:
-                break
-            reached = np.flatnonzero(spent + np.cumsum(tokens) >= train_config.max_tokens)
-            if len(reached):
-                tokens = tokens[: reached[0] + 1]
-        plan.append(tokens)
-        spent += int(tokens.sum())
-    return plan
-
-
 @dataclass
 class _Run:
     """What one process of a training run holds; rank 0 logs, checkpoints and writes outputs."""
@@ -287,7 +204,7 @@ def _train_epoch(
     TrainingInterrupted is raised.
     """
     config = run.config
-    batches = _epoch_batches(train_data, run.model.config, config, epoch, run.rank, run.world)
+    batches = epoch_batches(train_data, run.model.config, config, epoch, run.rank, run.world)
     planned = len(run.plan[epoch - 1])  # fewer than len(batches) where train.max_tokens ends the run
     start = partial["batches_done"] if partial else 0
     losses = [torch.tensor(value) for value in partial["losses"]] if partial else []
@@ -345,7 +262,7 @@ def _train_epoch(
 def _step(run: _Run, batch: dict) -> torch.Tensor:
     """One optimiser step; returns the batch loss (detached)."""
     with mixed_precision(run.device):
-        logits = score_batch(run.step_model, batch, run.device)
+        logits = score_batch(run.step_model, run.model.config, batch, run.device)
     labels = batch["label"].to(run.device)
     weights = torch.where(labels > 0, run.positive_weight[batch["source"].to(run.device)], 1.0)
     loss = torch.nn.functional.binary_cross_entropy_with_logits(logits.float(), labels, weight=weights)
@@ -368,33 +285,6 @@ def positive_weights(data) -> torch.Tensor:
     positives = np.bincount(data.source, weights=data.label, minlength=sources)
     pairs = np.bincount(data.source, minlength=sources)
     return torch.tensor((pairs - positives) / np.maximum(positives, 1.0), dtype=torch.float32)
-
-
-def validation_metrics(scores: np.ndarray, labels: np.ndarray, source: np.ndarray) -> dict:
-    """Validation loss, AUROC and AUPRC; pooled cell lines are each scored alone and averaged.
-
-    Ranking the pairs of cell lines with different positive rates together would reward
-    learning the cell line rather than the interaction.
-    """
-    parts = [source == value for value in np.unique(source)]
-    return {
-        "val_loss": _bce(scores, labels),
-        "val_auroc": float(np.mean([roc_auc_score(labels[p], scores[p]) for p in parts])),
-        "val_auprc": float(np.mean([average_precision_score(labels[p], scores[p]) for p in parts])),
-    }
-
-
-def validation_scores(run: _Run, val_data) -> dict[str, torch.Tensor]:
-    """The model's validation predictions (pair_id, label, score as float64), in the split's row order.
-
-    Tensors, not arrays: the best epoch's go into the checkpoint, which loads with weights_only=True."""
-    config = run.config
-    scores, labels, ids = predict_split(run.model, val_data, 4 * config.batch_size, run.device, config.scoring_tokens)
-    return {
-        "pair_id": torch.from_numpy(ids.astype(np.int64)),
-        "label": torch.from_numpy(labels.astype(np.int64)),
-        "score": torch.from_numpy(scores.astype(np.float64)),
-    }
 
 
 def _epoch_row(
@@ -442,12 +332,9 @@ def _train(
     budget_reached = _run_epochs(run, progress, train_data, val_data, on_epoch)
     if rank != 0:
         return {}
-    best, history = progress.best, progress.history
-    if keeps_validation(manifest) and best["weights"] is not None and "val_scores" not in best:
-        # Resumed from a checkpoint written before validation scores were kept: score the kept weights.
-        run.model.load_state_dict(best["weights"])
-        best["val_scores"] = validation_scores(run, val_data)
-    return write_outputs(outdir, best, history, model_config, train_config, manifest, run.device_name, budget_reached)
+    return write_outputs(
+        outdir, progress.best, progress.history, model_config, train_config, manifest, run.device_name, budget_reached
+    )
 
 
 def _start_run(rank, world, model_config: ModelConfig, train_config: TrainConfig, train_data, checkpoint_dir, manifest):
@@ -482,11 +369,12 @@ def _start_run(rank, world, model_config: ModelConfig, train_config: TrainConfig
             run.device_name,
             "bf16 autocast" if device.type == "cuda" else "float32",
         )
-        log_pairs_per_step(_epoch_batches(train_data, model_config, train_config, 1, rank, world))
+        if model_config.reads_spans:
+            log_pairs_per_step(epoch_batches(train_data, model_config, train_config, 1, rank, world))
     return run
 
 
-def log_pairs_per_step(batches) -> None:
+def log_pairs_per_step(batches: SpanBatches) -> None:
     """Log how many pairs a step of span batches holds (long spans fill a batch alone).
 
     A step of one pair has one label, and AdamW moves every weight about as far for it whatever its class
@@ -494,7 +382,7 @@ def log_pairs_per_step(batches) -> None:
     scoring every pair alike (docs/demo_scale.md, "Runs that miss"). Element-window batches hold
     `batch_size` pairs.
     """
-    if not isinstance(batches, SpanBatches) or not len(batches):
+    if not len(batches):
         return
     pairs = np.array([len(rows) for rows in batches.batches])
     log.info("%d steps an epoch, %.1f pairs a step (median %g)", len(pairs), pairs.mean(), np.median(pairs))
@@ -560,7 +448,7 @@ def _run_epochs(run: _Run, progress: _Progress, train_data, val_data, on_epoch: 
             )
             progress.partial = None
             seconds = time.perf_counter() - started  # training only: validation is outside the budget
-            scores = validation_scores(run, val_data)
+            scores = validation_scores(run.model, val_data, run.config, run.device)
             row = _epoch_row(run, scores, val_data, epoch, train_loss, seconds, tokens, done / batches)
             _record_epoch(run, progress, row, scores)
             asked_to_stop = on_epoch is not None and bool(on_epoch(dict(row)))
@@ -620,66 +508,6 @@ def _record_epoch(run: _Run, progress: _Progress, row: dict, val_scores: dict) -
             "epoch %d: " + ", ".join(f"{k} %s" for k in list(row)[1:]), row["epoch"], *_fmt(list(row.values())[1:])
         )
     _save(run, progress, None)
-
-
-def keeps_validation(manifest: dict) -> bool:
-    """Whether training keeps its validation scores (VAL_PREDICTIONS): for one cell line's shards only. A pooled
-    model's validation spans every cell line, and evaluation scores each cell line's own split anew."""
-    return manifest.get("sources") is None
-
-
-def write_outputs(
-    outdir: Path, best, history, model_config, train_config, manifest, device, budget_reached: bool = False
-) -> dict:
-    """Write model.safetensors (the best epoch's weights), train_log.tsv, model.json atomically; return model.json."""
-    atomic_write(outdir / "model.safetensors", lambda temporary: save_file(best["weights"], str(temporary)))
-    lines = ["\t".join(LOG_COLUMNS)] + ["\t".join(str(row[c]) for c in LOG_COLUMNS) for row in history]
-    atomic_write_text(outdir / "train_log.tsv", "\n".join(lines) + "\n")
-    kept_validation = None
-    if keeps_validation(manifest):
-        kept_validation = outdir / VAL_PREDICTIONS
-        write_predictions(pd.DataFrame({k: v.numpy() for k, v in best["val_scores"].items()}), kept_validation)
-    tokens = int(sum(row["tokens"] for row in history))
-    description = {
-        "model": model_config.to_dict(),
-        "parameters": sum(v.numel() for v in best["weights"].values()),
-        "windows": manifest["windows"],  # the shards' WindowSpec, unchanged: how `epiformer predict` places windows
-        "flank": manifest["flank"],  # the most training shifted a window
-        "split": manifest["split"],
-        "trained_on": manifest.get("sources"),  # the shard folders of a pooled model; None for one cell line
-        "train": asdict(train_config),
-        "best_epoch": best["epoch"],
-        "best_val_auprc": best["auprc"],
-        "train_seconds": float(sum(r["seconds"] for r in history)),
-        "tokens_per_s": float(np.median([r["tokens_per_s"] for r in history])),
-        "epochs_trained": float(sum(r["epoch_fraction"] for r in history)),  # below `train.epochs` when stopped
-        "tokens_trained": tokens,
-        "token_budget_reached": bool(train_config.max_tokens) and tokens >= train_config.max_tokens,
-        "time_budget_reached": budget_reached,
-        "device": str(device),
-        # The same config, seed and packages train another model on a CPU of another instruction set (its
-        # kernels sum in another order): the scale demo's element-window model scored 0.672 and 0.582 so.
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "peak_memory_mb": peak_memory_mb(),
-        "data_manifest_sha256": manifest_checksum(manifest),
-        # Ties the kept validation scores to these weights: evaluation ignores a file that does not match.
-        "val_predictions_sha256": sha256_file(kept_validation) if kept_validation else None,
-        "versions": package_versions(),
-    }
-    write_description(outdir, description)
-    return description
-
-
-def peak_memory_mb() -> float:
-    """This process's peak: GPU memory allocated when training on CUDA, else resident memory (MiB)."""
-    if torch.cuda.is_available() and torch.cuda.max_memory_allocated() > 0:
-        return torch.cuda.max_memory_allocated() / 2**20
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
-
-
-def _bce(scores: np.ndarray, labels: np.ndarray) -> float:
-    clipped = np.clip(scores, 1e-7, 1 - 1e-7)
-    return float(-np.mean(labels * np.log(clipped) + (1 - labels) * np.log(1 - clipped)))
 
 
 def _fmt(values) -> list[str]:
