@@ -12,7 +12,14 @@ import torch
 import torch.nn.functional as F
 
 from epiformer.model import delta_rule as delta_rule_module
-from epiformer.model.delta_rule import delta_rule, gated_delta_rule, naive_delta_rule, naive_gated_delta_rule
+from epiformer.model.delta_rule import (
+    bidirectional_delta_rule,
+    chunk_states,
+    delta_rule,
+    gated_delta_rule,
+    naive_delta_rule,
+    naive_gated_delta_rule,
+)
 from tests.helpers import tensor_shapes_during
 
 GATED = [False, True]
@@ -61,10 +68,53 @@ def test_the_chunked_rule_equals_the_token_by_token_one_with_its_gradients(gated
 
 
 @pytest.mark.parametrize("gated", GATED, ids=rule_id)
-def test_the_chunked_rule_passes_gradcheck_in_float64(gated):
-    inputs = random_inputs((1, 2, 11, 4), gated, seed=5)
-    mask = right_padding(1, 11, [9])
-    assert torch.autograd.gradcheck(lambda *x: run(gated, x, mask, 4), inputs)
+@pytest.mark.parametrize("chunk", [4, 8], ids=["loop", "scan"])  # heads of 4: chunks of 4 loop, of 8 scan
+def test_the_chunked_rule_passes_gradcheck_in_float64(gated, chunk):
+    assert delta_rule_module.scans_across_chunks(4, chunk) == (chunk == 8)
+    inputs = random_inputs((1, 2, 23, 4), gated, seed=5)
+    mask = right_padding(1, 23, [21])
+    assert torch.autograd.gradcheck(lambda *x: run(gated, x, mask, chunk), inputs)
+
+
+@pytest.mark.parametrize("gated", GATED, ids=rule_id)
+def test_the_scan_across_chunks_and_the_loop_give_the_same_outputs_and_gradients(gated, monkeypatch):
+    inputs = random_inputs((2, 2, 100, 8), gated, seed=9)  # 7 chunks of 16: an odd count at every level
+    mask = right_padding(2, 100, [100, 77])
+    results = {}
+    for scan in (True, False):
+        monkeypatch.setattr(delta_rule_module, "scans_across_chunks", lambda dim, chunk, scan=scan: scan)
+        out = run(gated, inputs, mask, 16)
+        results[scan] = (out, *torch.autograd.grad(out.square().sum(), inputs))
+    for by_scan, by_loop in zip(results[True], results[False]):
+        assert torch.allclose(by_scan, by_loop, atol=1e-12, rtol=1e-10)
+
+
+@pytest.mark.parametrize("count", [1, 2, 5, 8, 13])
+def test_chunk_states_solve_the_affine_recurrence_from_a_zero_state(count):
+    generator = torch.Generator().manual_seed(count)
+    transition = torch.randn(2, count, 3, 3, generator=generator, dtype=torch.float64) * 0.5
+    written = torch.randn(2, count, 3, 4, generator=generator, dtype=torch.float64)
+    state, expected = torch.zeros(2, 3, 4, dtype=torch.float64), []
+    for n in range(count):
+        expected.append(state)
+        state = transition[:, n] @ state + written[:, n]
+    assert torch.allclose(chunk_states(transition, written), torch.stack(expected, dim=1), atol=1e-12)
+
+
+@pytest.mark.parametrize("gated", GATED, ids=rule_id)
+def test_both_ways_is_the_mean_of_the_forward_scan_and_the_scan_of_the_reversed_sequence(gated):
+    inputs = random_inputs((2, 2, 21, 4), gated, seed=11)
+    mask = right_padding(2, 21, [21, 15])
+    out = bidirectional_delta_rule(*inputs[:4], inputs[4] if gated else None, mask, chunk_size=8)
+    flipped = [x.flip(2) for x in inputs]
+    forward = run(gated, inputs, mask, naive=True)
+    backward = run(gated, flipped, mask.flip(1), naive=True).flip(2)
+    valid = ~mask[:, None, :, None]
+    expected = (forward + backward) / 2
+    assert torch.allclose(out * valid, expected * valid, atol=1e-10)
+    gradients = torch.autograd.grad((out * valid).sum(), inputs)
+    for got, want in zip(gradients, torch.autograd.grad((expected * valid).sum(), inputs)):
+        assert torch.allclose(got, want, atol=1e-10)
 
 
 @pytest.mark.parametrize("gated", GATED, ids=rule_id)
