@@ -68,9 +68,10 @@ def test_the_chunked_rule_equals_the_token_by_token_one_with_its_gradients(gated
 
 
 @pytest.mark.parametrize("gated", GATED, ids=rule_id)
-@pytest.mark.parametrize("chunk", [4, 8], ids=["loop", "scan"])  # heads of 4: chunks of 4 loop, of 8 scan
-def test_the_chunked_rule_passes_gradcheck_in_float64(gated, chunk):
-    assert delta_rule_module.scans_across_chunks(4, chunk) == (chunk == 8)
+@pytest.mark.parametrize("scan", [True, False], ids=["scan", "loop"])
+def test_the_chunked_rule_passes_gradcheck_in_float64(gated, scan, monkeypatch):
+    monkeypatch.setattr(delta_rule_module, "scans_across_chunks", lambda dim, chunk: scan)
+    chunk = 4
     inputs = random_inputs((1, 2, 23, 4), gated, seed=5)
     mask = right_padding(1, 23, [21])
     assert torch.autograd.gradcheck(lambda *x: run(gated, x, mask, chunk), inputs)
@@ -87,6 +88,19 @@ def test_the_scan_across_chunks_and_the_loop_give_the_same_outputs_and_gradients
         results[scan] = (out, *torch.autograd.grad(out.square().sum(), inputs))
     for by_scan, by_loop in zip(results[True], results[False]):
         assert torch.allclose(by_scan, by_loop, atol=1e-12, rtol=1e-10)
+
+
+@pytest.mark.parametrize("gated", GATED, ids=rule_id)
+def test_decays_factored_over_rows_and_columns_equal_each_pairs_own_decay(gated, monkeypatch):
+    inputs = random_inputs((2, 2, 70, 8), gated, seed=4)
+    mask = right_padding(2, 70, [70, 51])
+    results = {}
+    for factored in (True, False):  # a bound of -1 sends every chunk down the exact path
+        monkeypatch.setattr(delta_rule_module, "FACTORED_LOG_DECAY", 80.0 if factored else -1.0)
+        out = run(gated, inputs, mask, 16)
+        results[factored] = (out, *torch.autograd.grad(out.square().sum(), inputs))
+    for factored, exact in zip(results[True], results[False]):
+        assert torch.allclose(factored, exact, atol=1e-12, rtol=1e-10)
 
 
 @pytest.mark.parametrize("count", [1, 2, 5, 8, 13])

@@ -20,8 +20,8 @@ state as it was; its own output is defined but meaningless (the model pools vali
 linear transformers with the delta rule over sequence length"): within a chunk of C tokens the
 updates are gathered in the WY / UT form, one triangular solve of [C, C] and matrix products,
 for every chunk at once. The state is carried across the T / C chunks by a parallel prefix scan
-of their affine maps while heads are smaller than chunks (no Python loop over chunks; a few
-D x D products more), else by a loop over the chunks (`scans_across_chunks`). Linear in T, and
+of their affine maps at small heads (no Python loop over chunks; a few D x D products more),
+else by a loop over the chunks (`scans_across_chunks`). Linear in T, and
 no T x T tensor. Gradients come from autograd through these products. The bidirectional rule
 runs both directions as one batch. The `naive_*` functions run the recurrence token by token:
 references for tests, never for the model.
@@ -44,6 +44,10 @@ import torch.nn.functional as F
 # Tokens per chunk. fla's GPU kernels take 64; on one CPU thread 32 was fastest for heads of 8 to 32
 # (forward + backward at 16k tokens: 283 ms against 388 at 64 and 362 at 16, heads of 8), 64 for heads of 64.
 CHUNK = 32
+# Within a chunk, decays are factored as exp(gamma_i) exp(-gamma_j) while the chunk's cumulative log decay
+# stays above minus this (exp(80) = 5.5e34 is far from float32's 3.4e38); stronger decays take the exact path.
+FACTORED_LOG_DECAY = 80.0
+SCAN_MAX_HEAD = 16  # heads up to this size carry the state across chunks by a scan, larger by a loop
 NORM_EPS = 1e-6  # of the L2 normalisation (a zero vector, e.g. a padded key, stays zero)
 # Which chunked scan runs: "torch" (the default: PyTorch everywhere), "fla" (fla's Triton kernel, an
 # error where it cannot run) or "auto" (fla's kernel on CUDA when fla imports, else PyTorch).
@@ -156,19 +160,25 @@ def _chunked(q, k, v, beta, log_decay, chunk_size: int) -> torch.Tensor:
     beta, log_decay = (x.view(batch, heads, chunks, chunk_size) for x in (beta, log_decay))
 
     gamma = log_decay.cumsum(-1)  # (B, H, N, C): log of the decay from the chunk's start to each token
-    # decay_between[i, j] = exp(gamma_i - gamma_j) for j <= i: what token j's write keeps at token i.
-    lower = torch.ones(chunk_size, chunk_size, dtype=torch.bool, device=q.device).tril()
-    decay_between = torch.exp((gamma[..., :, None] - gamma[..., None, :]).masked_fill(~lower, -torch.inf))
     k_beta = k * beta[..., None]
+    q_decayed, k_beta_decayed = q * gamma.exp()[..., None], k_beta * gamma.exp()[..., None]
+    if gamma.min() > -FACTORED_LOG_DECAY:
+        # decay_between[i, j] = exp(gamma_i - gamma_j) = exp(gamma_i) exp(-gamma_j): the decays ride on the
+        # rows and columns of the products, and no C x C tensor is exponentiated, masked or multiplied.
+        k_undecayed = k * torch.exp(-gamma)[..., None]
+        interactions = k_beta_decayed @ k_undecayed.transpose(-1, -2)
+        scores = (q_decayed @ k_undecayed.transpose(-1, -2)).tril()  # causal within the chunk (diagonal kept)
+    else:  # decays so strong that exp(-gamma) would overflow: each pair's decay computed on its own
+        lower = torch.ones(chunk_size, chunk_size, dtype=torch.bool, device=q.device).tril()
+        decay_between = torch.exp((gamma[..., :, None] - gamma[..., None, :]).masked_fill(~lower, -torch.inf))
+        interactions = k_beta @ k.transpose(-1, -2) * decay_between
+        scores = q @ k.transpose(-1, -2) * decay_between
     # The UT transform, T = (I + strictly_lower(diag(beta) K K^T * decay))^-1, applied by one triangular
     # solve of both right-hand sides (fewer multiply-adds than forming T: C^2 D against C^3 / 3 + 2 C^2 D).
-    # The solve reads the lower triangle only, its diagonal taken as ones: the product needs no tril.
-    interactions = k_beta @ k.transpose(-1, -2) * decay_between
-    rows = torch.cat([v * beta[..., None], k_beta * gamma.exp()[..., None]], dim=-1)
+    # The solve reads the strictly lower triangle only, its diagonal taken as ones: `interactions` needs no tril.
+    rows = torch.cat([v * beta[..., None], k_beta_decayed], dim=-1)
     solved = torch.linalg.solve_triangular(interactions, rows, upper=False, unitriangular=True)
     u, w = solved.split([v.shape[-1], dim], dim=-1)  # what each token writes; how its write reads the initial state
-    scores = q @ k.transpose(-1, -2) * decay_between  # (B, H, N, C, C), causal within the chunk (diagonal kept)
-    q_decayed = q * gamma.exp()[..., None]
     k_to_end = k * torch.exp(gamma[..., -1:] - gamma)[..., None]  # each key's write, decayed to the chunk's end
 
     if scans_across_chunks(dim, chunk_size):
@@ -184,11 +194,12 @@ def scans_across_chunks(dim: int, chunk_size: int) -> bool:
     """Whether the state is carried across chunks by a prefix scan (`chunk_states`) or a loop over the chunks.
 
     The scan runs no Python loop over the T / C chunks but multiplies D x D matrices, about
-    2.5 D^3 / C multiply-adds a token against the loop's 3 D^2 and its per-chunk overhead: the
-    scan wins while heads are smaller than chunks (one thread, forward + backward: at heads of 16
-    and chunks of 32 it takes 0.6x the loop's time; at 64 and 64, 1.5x; benchmarks/delta_rule_op.py).
+    2.5 D^3 / C multiply-adds a token more than the loop's 3 D^2: it wins at small heads. Measured
+    (one thread, forward + backward, both ways, 16k tokens; ratio to ELU+1, scan against loop):
+    heads of 16: 20 / 31x at chunks of 16, 19 / 23x at 32, 21 / 24x at 64; heads of 32: 25 / 23x,
+    20 / 18x, 19 / 18x; heads of 64: 40 / 16x, 25 / 13x, 18 / 13x.
     """
-    return dim < chunk_size
+    return dim <= SCAN_MAX_HEAD
 
 
 def _states_by_scan(gamma, k_to_end, u, w) -> torch.Tensor:
