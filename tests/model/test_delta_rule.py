@@ -70,7 +70,7 @@ def test_the_chunked_rule_equals_the_token_by_token_one_with_its_gradients(gated
 @pytest.mark.parametrize("gated", GATED, ids=rule_id)
 @pytest.mark.parametrize("scan", [True, False], ids=["scan", "loop"])
 def test_the_chunked_rule_passes_gradcheck_in_float64(gated, scan, monkeypatch):
-    monkeypatch.setattr(delta_rule_module, "scans_across_chunks", lambda dim, chunk: scan)
+    monkeypatch.setattr(delta_rule_module, "scans_across_chunks", lambda dim: scan)
     chunk = 4
     inputs = random_inputs((1, 2, 23, 4), gated, seed=5)
     mask = right_padding(1, 23, [21])
@@ -83,7 +83,7 @@ def test_the_scan_across_chunks_and_the_loop_give_the_same_outputs_and_gradients
     mask = right_padding(2, 100, [100, 77])
     results = {}
     for scan in (True, False):
-        monkeypatch.setattr(delta_rule_module, "scans_across_chunks", lambda dim, chunk, scan=scan: scan)
+        monkeypatch.setattr(delta_rule_module, "scans_across_chunks", lambda dim, scan=scan: scan)
         out = run(gated, inputs, mask, 16)
         results[scan] = (out, *torch.autograd.grad(out.square().sum(), inputs))
     for by_scan, by_loop in zip(results[True], results[False]):
