@@ -6,7 +6,9 @@ q, k, v (and beta, decay), each variant's forward + backward through `torch.auto
 - `softmax`: `scaled_dot_product_attention` (PyTorch's CPU kernels), up to `--softmax-max` tokens:
   its time grows with T^2 (at 100k tokens a forward + backward is ~10^13 multiply-adds);
 - `deltanet`, `gated_deltanet`: the causal scans (`model.delta_rule`), chunks of `delta_rule.CHUNK` (32) tokens;
-- `deltanet both ways`, `gated_deltanet both ways`: what the model runs (`bidirectional_delta_rule`).
+- `deltanet both ways`, `gated_deltanet both ways`: what the model runs (`bidirectional_delta_rule`);
+- `... (C++)`: the same, token by token in C++ (`EPIFORMER_DELTA_KERNEL=cpp`, `model.delta_rule_kernel`),
+  where the extension builds here (its first build, ~40 s, happens before the timing).
 Times are medians of repeats after a warm-up, variants interleaved so that a busy machine
 slows them alike, in CPU time of the one thread (`time.thread_time`). Then µs per token: a
 constant column is a cost linear in T. Usage:
@@ -17,12 +19,15 @@ constant column is a cost linear in T. Usage:
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 
 import torch
 import torch.nn.functional as F
 from attention_op import median_times, print_aligned
 
-from epiformer.model.delta_rule import bidirectional_delta_rule, delta_rule, gated_delta_rule
+from epiformer.model import delta_rule_kernel
+from epiformer.model.delta_rule import KERNEL_VARIABLE, bidirectional_delta_rule, delta_rule, gated_delta_rule
 from epiformer.model.ops import linear_attention
 
 HEADS = 4
@@ -36,9 +41,14 @@ def variants(length: int, dim: int, softmax_max: int) -> dict:
     decay = (torch.rand(1, HEADS, length, generator=generator) * 0.1 + 0.9).requires_grad_()
     upstream = torch.randn(1, HEADS, length, dim, generator=generator)
 
-    def run(function, *extra):
+    def run(function, *extra, kernel="torch"):
         inputs = (q, k, v, *extra)
-        return lambda: torch.autograd.grad(function(*inputs), inputs, upstream)
+
+        def forward_backward():
+            with scan_kernel(kernel):
+                return torch.autograd.grad(function(*inputs), inputs, upstream)
+
+        return forward_backward
 
     runs = {"linear": run(linear_attention)}
     if length <= softmax_max:
@@ -47,7 +57,24 @@ def variants(length: int, dim: int, softmax_max: int) -> dict:
     runs["gated_deltanet"] = run(gated_delta_rule, beta, decay)
     runs["deltanet both ways"] = run(bidirectional_delta_rule, beta)
     runs["gated_deltanet both ways"] = run(bidirectional_delta_rule, beta, decay)
+    if delta_rule_kernel.available():
+        runs["deltanet both ways (C++)"] = run(bidirectional_delta_rule, beta, kernel="cpp")
+        runs["gated_deltanet both ways (C++)"] = run(bidirectional_delta_rule, beta, decay, kernel="cpp")
     return runs
+
+
+@contextlib.contextmanager
+def scan_kernel(kernel: str):
+    """EPIFORMER_DELTA_KERNEL set to `kernel` for the calls within, as it was after."""
+    before = os.environ.get(KERNEL_VARIABLE)
+    os.environ[KERNEL_VARIABLE] = kernel
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[KERNEL_VARIABLE]
+        else:
+            os.environ[KERNEL_VARIABLE] = before
 
 
 def time_length(length: int, dim: int, softmax_max: int, repeats: int) -> dict:
@@ -61,7 +88,10 @@ def main(argv=None) -> None:
     parser.add_argument("--softmax-max", type=int, default=16_000, help="longest length softmax runs at")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="1k and 4k tokens, 3 repeats")
+    parser.add_argument("--no-softmax", action="store_true", help="leave softmax out (its T^2 dominates the run)")
     args = parser.parse_args(argv)
+    if args.no_softmax:
+        args.softmax_max = 0
     lengths, repeats = ([1000, 4000], 3) if args.quick else (args.lengths, args.repeats)
     torch.set_num_threads(1)
     rows = [(length, time_length(length, args.dim, args.softmax_max, repeats)) for length in lengths]

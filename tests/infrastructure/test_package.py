@@ -41,6 +41,7 @@ NEEDS_TORCH = {
     "epiformer.data.batches",
     "epiformer.model.ops",
     "epiformer.model.delta_rule",
+    "epiformer.model.delta_rule_kernel",
     "epiformer.model.transformer",
     "epiformer.model.scaling",
     "epiformer.model.ensemble",

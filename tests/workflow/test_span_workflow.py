@@ -118,6 +118,8 @@ def test_the_span_model_has_its_length_control_beside_it_and_only_it(long_run):
     reference = json.loads((long_run / "demo_long" / "linear_span" / "model.json").read_text())
     assert description["model"] == {**reference["model"], "between": "shuffled"}
     assert "Span models against their length control" in (long_run / "summary.md").read_text()
+    delta = json.loads((long_run / "demo_long" / "gated_deltanet_span" / "model.json").read_text())
+    assert (delta["delta_kernel"], reference["delta_kernel"]) == ("torch", None)  # the default scan; M7 runs none
 
 
 @pytest.mark.parametrize("model", ["linear_span", "gated_deltanet_span", "linear_span_length_control"])

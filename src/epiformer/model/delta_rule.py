@@ -41,6 +41,9 @@ import os
 import torch
 import torch.nn.functional as F
 
+from epiformer.model import delta_rule_kernel
+from epiformer.model.delta_rule_kernel import recurrent_gated_delta_rule
+
 # Tokens per chunk. fla's GPU kernels take 64; on one CPU thread 32 was fastest for heads of 8 to 32
 # (forward + backward at 16k tokens: 283 ms against 388 at 64 and 362 at 16, heads of 8), 64 for heads of 64.
 CHUNK = 32
@@ -49,10 +52,13 @@ CHUNK = 32
 FACTORED_LOG_DECAY = 80.0
 SCAN_MAX_HEAD = 16  # heads up to this size carry the state across chunks by a scan, larger by a loop
 NORM_EPS = 1e-6  # of the L2 normalisation (a zero vector, e.g. a padded key, stays zero)
-# Which chunked scan runs: "torch" (the default: PyTorch everywhere), "fla" (fla's Triton kernel, an
-# error where it cannot run) or "auto" (fla's kernel on CUDA when fla imports, else PyTorch).
+# Which scan runs: "torch" (the default: the chunked PyTorch form everywhere), "cpp" (the recurrence token by
+# token in C++ on the CPU, `delta_rule_kernel`), "fla" (fla's Triton kernel on CUDA) or "auto" (fla's kernel on
+# CUDA when fla imports, the C++ one on the CPU where it builds, else PyTorch); "cpp" and "fla" are an error
+# where they cannot run.
 KERNEL_VARIABLE = "EPIFORMER_DELTA_KERNEL"
-KERNEL_CHOICES = ("torch", "fla", "auto")
+KERNEL_CHOICES = ("torch", "cpp", "fla", "auto")
+CPP_KERNEL = "cpp"  # scan_kernel's answer for the C++ recurrence
 
 
 def delta_rule(
@@ -81,24 +87,42 @@ def gated_delta_rule(
     Computed in (at least) float32 even under autocast, as linear attention is: the state is
     a running sum over every token. Returns [B, H, T, D] in q's dtype.
     """
+    kernel = scan_kernel(q.device)
+    if kernel is None:
+        scan = functools.partial(_chunked, chunk_size=chunk_size)
+    elif kernel == CPP_KERNEL:
+        scan = recurrent_gated_delta_rule
+    else:
+        scan = functools.partial(through_fla, kernel)
+    return _in_compute_dtype(scan, q, k, v, beta, decay, key_padding_mask)
+
+
+def _in_compute_dtype(scan, q, k, v, beta, decay, key_padding_mask) -> torch.Tensor:
+    """scan(q, k, v, beta, log_decay) of the `_prepared` inputs, in (at least) float32 even under autocast,
+    returned in q's dtype."""
     dtype = q.dtype
     compute = torch.promote_types(dtype, torch.float32)
-    kernel = scan_kernel(q.device)
     with torch.autocast(device_type=q.device.type, enabled=False):
-        q, k, v, beta, log_decay = _prepared(q, k, v, beta, decay, key_padding_mask, compute)
-        if kernel is None:
-            out = _chunked(q, k, v, beta, log_decay, chunk_size)
-        else:
-            out = through_fla(kernel, q, k, v, beta, log_decay)
+        out = scan(*_prepared(q, k, v, beta, decay, key_padding_mask, compute))
     return out.to(dtype)
 
 
 def scan_kernel(device: torch.device):
-    """fla's chunked gated delta rule where it serves (module docstring), else None: the PyTorch path."""
+    """The scan `EPIFORMER_DELTA_KERNEL` asks for on this device (module docstring): fla's chunked gated delta rule,
+    CPP_KERNEL for the C++ recurrence, or None: the PyTorch path."""
     choice = os.environ.get(KERNEL_VARIABLE, "torch")
     if choice not in KERNEL_CHOICES:
         raise ValueError(f"{KERNEL_VARIABLE}={choice!r}: expected one of {', '.join(KERNEL_CHOICES)}")
-    if choice == "torch" or (choice == "auto" and device.type != "cuda"):
+    if choice == "torch":
+        return None
+    if device.type == "cpu" and choice in ("cpp", "auto"):
+        return _cpp_kernel(required=choice == "cpp")
+    if choice == "cpp":
+        raise RuntimeError(
+            f"{KERNEL_VARIABLE}=cpp runs on the CPU; here the device is {device.type}. "
+            f"Unset {KERNEL_VARIABLE} (or set it to auto) on a GPU."
+        )
+    if choice == "auto" and device.type != "cuda":
         return None
     kernel = _fla_kernel()
     if choice == "fla" and (kernel is None or device.type != "cuda"):
@@ -108,6 +132,26 @@ def scan_kernel(device: torch.device):
             f"Unset {KERNEL_VARIABLE} to use the PyTorch path."
         )
     return kernel
+
+
+def scan_kernel_name(device: torch.device) -> str:
+    """Which scan the delta rules run on `device` now: "torch", "cpp" or "fla" (model.json records it: the kernels
+    sum in different orders, so the same config trains weights that differ in their last bits)."""
+    kernel = scan_kernel(device)
+    return "torch" if kernel is None else CPP_KERNEL if kernel == CPP_KERNEL else "fla"
+
+
+def _cpp_kernel(required: bool):
+    """CPP_KERNEL where the C++ recurrence builds here; else an error if `required`, None if not."""
+    if delta_rule_kernel.available():
+        return CPP_KERNEL
+    if required:
+        raise RuntimeError(
+            f"{KERNEL_VARIABLE}=cpp needs the C++ delta rule, which could not be built here (the warning above says "
+            f"why: a C++ compiler and ninja are needed, e.g. apt-get install g++ ninja-build). "
+            f"Unset {KERNEL_VARIABLE} to use the PyTorch path."
+        )
+    return None
 
 
 @functools.cache
@@ -148,7 +192,7 @@ def _prepared(q, k, v, beta, decay, key_padding_mask, compute):
     return q, k, v, beta, log_decay
 
 
-def _chunked(q, k, v, beta, log_decay, chunk_size: int) -> torch.Tensor:
+def _chunked(q, k, v, beta, log_decay, chunk_size: int = CHUNK) -> torch.Tensor:
     """The gated delta rule over chunks of `chunk_size` tokens (the sequence padded with tokens that do nothing)."""
     batch, heads, length, dim = q.shape
     tail = -length % chunk_size
@@ -282,6 +326,16 @@ def bidirectional_delta_rule(
     ways), lets it read what follows. Both share q, k, v, beta and decay. Padding at either
     end, reversed, still neither writes nor is read. [B, H, T, D] in q's dtype.
     """
+    if scan_kernel(q.device) == CPP_KERNEL:  # both scans in one call, on the sequence as it is
+        return _in_compute_dtype(
+            lambda *prepared: recurrent_gated_delta_rule(*prepared, both_ways=True),
+            q,
+            k,
+            v,
+            beta,
+            decay,
+            key_padding_mask,
+        )
     # Both scans as one batch of twice the size: one pass of the chunked maths instead of two.
     both = [torch.cat([x, x.flip(2)]) for x in (q, k, v, beta)]
     decays = None if decay is None else torch.cat([decay, decay.flip(2)])

@@ -23,6 +23,8 @@ from epiformer.io.files import atomic_write, atomic_write_text, sha256_file
 from epiformer.io.model_description import write_description
 from epiformer.io.predictions import write_predictions
 from epiformer.io.provenance import package_versions
+from epiformer.model.configs import DELTA_RULES
+from epiformer.model.delta_rule import scan_kernel_name
 
 LOG_COLUMNS = [
     "epoch",
@@ -77,6 +79,7 @@ def write_outputs(
         # The same config, seed and packages train another model on a CPU of another instruction set (its
         # kernels sum in another order): the scale demo's element-window model scored 0.672 and 0.582 so.
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "delta_kernel": scan_kernel_name(torch.device(device)) if model_config.attention in DELTA_RULES else None,
         "peak_memory_mb": peak_memory_mb(),
         "data_manifest_sha256": manifest_checksum(manifest),
         # Ties the kept validation scores to these weights: evaluation ignores a file that does not match.
