@@ -26,11 +26,13 @@ no T x T tensor. Gradients come from autograd through these products. The bidire
 runs both directions as one batch. The `naive_*` functions run the recurrence token by token:
 references for tests, never for the model.
 
-On a CUDA device with flash-linear-attention installed (`pip install fla-core`), its Triton
-kernel (`chunk_gated_delta_rule`) can run the chunked scan instead, on the same prepared inputs:
-`EPIFORMER_DELTA_KERNEL=fla` (or `auto`: fla where it can run) asks for it, `scan_kernel`
-decides. The PyTorch path stays the default everywhere: it is the tested one, and fla's kernel
-has not yet run on this project's machines (benchmarks/gpu_check.py compares the two).
+Two other scans take the same prepared inputs. On the CPU, `delta_rule_kernel` runs the
+recurrence token by token in C++ with a hand-written backward pass (5-7x ELU+1 where this chunked
+form costs 15-30x on one core): `EPIFORMER_DELTA_KERNEL=cpp`. On a CUDA device with
+flash-linear-attention installed (`pip install fla-core`), its Triton kernel
+(`chunk_gated_delta_rule`): `EPIFORMER_DELTA_KERNEL=fla`. `auto` takes each where it can run;
+`scan_kernel` decides. This PyTorch path stays the default everywhere; fla's kernel has not yet
+run on this project's machines (benchmarks/gpu_check.py compares the two).
 """
 
 from __future__ import annotations

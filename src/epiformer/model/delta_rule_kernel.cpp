@@ -5,7 +5,7 @@
 //     e_t = v_t - S'^T k_t
 //     S  = S' + beta_t k_t e_t^T
 //     o_t = S^T q_t
-// Each token reads and writes the state a few times (about 4 D E multiply-adds forward, 14 backward),
+// Each token reads and writes the state a few times (about 4 D E multiply-adds forward, 11 backward),
 // all of it in the core's cache: where the chunked PyTorch form pays for many small matrix products and
 // their autograd graph, this runs at the pace of its arithmetic. The forward pass keeps the state at the
 // start of every `chunk` tokens; the backward pass recomputes each chunk's states from there and walks
