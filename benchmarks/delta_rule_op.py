@@ -13,7 +13,7 @@ Times are medians of repeats after a warm-up, variants interleaved so that a bus
 slows them alike, in CPU time of the one thread (`time.thread_time`). Then µs per token: a
 constant column is a cost linear in T. Usage:
 
-    python benchmarks/delta_rule_op.py [--lengths 1000 4000 16000 100000] [--dim 16] [--quick]
+    python benchmarks/delta_rule_op.py [--lengths 1000 4000 16000 100000] [--dim 16] [--quick] [--out TSV]
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+from pathlib import Path
 
+import pandas as pd
 import torch
 import torch.nn.functional as F
 from attention_op import median_times, print_aligned
@@ -89,6 +91,9 @@ def main(argv=None) -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="1k and 4k tokens, 3 repeats")
     parser.add_argument("--no-softmax", action="store_true", help="leave softmax out (its T^2 dominates the run)")
+    parser.add_argument(
+        "--out", type=Path, help="also write the medians to this TSV (rows of other head sizes there are kept)"
+    )
     args = parser.parse_args(argv)
     if args.no_softmax:
         args.softmax_max = 0
@@ -105,6 +110,23 @@ def main(argv=None) -> None:
         ratios = [f"{times[n] / times['linear']:.1f}" if n in times else "" for n in names[1:]]
         table.append([length, *per_token, *ratios])
     print_aligned(table)
+    if args.out:
+        write_medians(args.out, args.dim, rows)
+
+
+def write_medians(path: Path, dim: int, rows) -> None:
+    """heads, T, variant, ms, ratio to linear: one row per variant and length (docs/results/write_tables.py's
+    `delta_op` table reads it), replacing the rows of this head size that `path` held."""
+    table = pd.DataFrame(
+        [
+            {"heads": dim, "T": length, "variant": name, "ms": ms, "ratio_to_linear": ms / times["linear"]}
+            for length, times in rows
+            for name, ms in times.items()
+        ]
+    )
+    if path.exists():
+        table = pd.concat([pd.read_csv(path, sep="\t").query("heads != @dim"), table])
+    table.sort_values(["heads", "T"], kind="stable").to_csv(path, sep="\t", index=False, float_format="%.4g")
 
 
 def _ms(value) -> str:

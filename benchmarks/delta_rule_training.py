@@ -13,7 +13,7 @@ batch as its training takes them (`train.max_tokens_per_batch` 16,384 tokens: 4 
 Models are built once and the cases run in rounds, one step each a round, so that a busy
 machine slows all alike. Printed: each case's median seconds a step, training tokens a second
 and its pace against M7's (issue 40's target: at least 1/3). Usage:
-    python benchmarks/delta_rule_training.py [--rounds 5] [--spans 4] [--span-length 16384]
+    python benchmarks/delta_rule_training.py [--rounds 5] [--spans 4] [--span-length 16384] [--out TSV]
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from pathlib import Path
 
+import pandas as pd
 import torch
 import torch.nn.functional as F
 from delta_rule_op import scan_kernel
@@ -81,6 +83,7 @@ def main(argv=None) -> None:
     parser.add_argument("--spans", type=int, default=4)
     parser.add_argument("--span-length", type=int, default=16_384, help="bases a span")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", type=Path, help="also write the medians to this TSV (write_tables' delta_pace)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     batch = span_batch(args.spans, args.span_length)
@@ -104,6 +107,13 @@ def main(argv=None) -> None:
         pace = medians[REFERENCE] / medians[name]
         mark = "" if name == REFERENCE else f"  (target {TARGET:.2f}: {'met' if pace >= TARGET else 'missed'})"
         print(f"{name:24s} {medians[name]:9.3f} {tokens / medians[name]:9,.0f} {pace:6.2f}{mark}")
+    if args.out:
+        rows = [
+            {"attention": attention, "scan": kernel, "seconds_a_step": medians[name],
+             "tokens_per_s": tokens / medians[name], "pace_against_m7": medians[REFERENCE] / medians[name]}
+            for name, (attention, kernel) in runs.items()
+        ]  # fmt: skip
+        pd.DataFrame(rows).to_csv(args.out, sep="\t", index=False, float_format="%.4g")
 
 
 if __name__ == "__main__":

@@ -37,7 +37,10 @@ copies of runs/PAGE/, and each between `<!-- generated:NAME:RUN -->` and
   shared) came within 0.05 of the oracle and 0.10 above the element ceiling;
 - `goal` (the demos at a known answer): each span model against the demo's goal (GOAL): within
   0.05 AUROC of the oracle, 0.10 above the elements-and-distance ceiling, above distance in every
-  distance bin, 0.10 above its length control with the paired interval above 0.
+  distance bin, 0.10 above its length control with the paired interval above 0;
+- `delta_op`, `delta_pace` (attentions): the delta rules' op against ELU+1 and their training pace against
+  M7's, from runs/RUN/delta_rule_op.tsv and delta_rule_training.tsv (the `--out` of
+  benchmarks/delta_rule_op.py and delta_rule_training.py), bold within issue 40's targets (DELTA_TARGETS).
 """
 
 from __future__ import annotations
@@ -373,7 +376,56 @@ def lottery_table(run: Path, tsv: str) -> str:
     return "\n".join(lines)
 
 
+# The delta rules' benchmarks (issue 40): variant of benchmarks/delta_rule_op.py -> (rule, scan) shown.
+DELTA_OP_SHOWN = {
+    "deltanet both ways": ("DeltaNet", "PyTorch"),
+    "gated_deltanet both ways": ("Gated DeltaNet", "PyTorch"),
+    "deltanet both ways (C++)": ("DeltaNet", "C++"),
+    "gated_deltanet both ways (C++)": ("Gated DeltaNet", "C++"),
+}
+DELTA_TARGETS = {"op": 8.0, "pace": 1 / 3}  # issue 40: at most 8x ELU+1; at least a third of M7's pace
+ATTENTION_NAMES = {"linear": "ELU+1 (M7)", "deltanet": "DeltaNet", "gated_deltanet": "Gated DeltaNet"}
+SCAN_NAMES = {"torch": "PyTorch", "cpp": "C++"}
+
+
+def delta_op_table(run: Path) -> str:
+    """benchmarks/delta_rule_op.py's medians (--out delta_rule_op.tsv): ELU+1's ms, then each bidirectional delta
+    rule's ratio to it, bold where within issue 40's target."""
+    medians = pd.read_csv(run / "delta_rule_op.tsv", sep="\t")
+    shown = [variant for variant in DELTA_OP_SHOWN if variant in set(medians["variant"])]
+    header = ["heads", "T", "ELU+1 (ms)", *(f"{rule}, {scan}" for rule, scan in (DELTA_OP_SHOWN[v] for v in shown))]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for (heads, length), rows in medians.groupby(["heads", "T"], sort=True):
+        by_variant = rows.set_index("variant")
+        cells = [str(heads), f"{length:,}", f"{by_variant.loc['linear', 'ms']:.3g}"]
+        for variant in shown:
+            ratio = by_variant.loc[variant, "ratio_to_linear"]
+            cells.append(f"**{ratio:.1f}x**" if ratio <= DELTA_TARGETS["op"] else f"{ratio:.1f}x")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def delta_pace_table(run: Path) -> str:
+    """benchmarks/delta_rule_training.py's medians (--out delta_rule_training.tsv): each attention's training pace,
+    bold where within issue 40's target."""
+    medians = pd.read_csv(run / "delta_rule_training.tsv", sep="\t")
+    lines = ["| attention | scan | s a step | tokens/s | pace against M7 |", "|---|---|---|---|---|"]
+    for row in medians.itertuples():
+        scan = "" if row.attention == "linear" else SCAN_NAMES.get(row.scan, row.scan)
+        pace = f"{row.pace_against_m7:.2f}"
+        if row.attention != "linear" and row.pace_against_m7 >= DELTA_TARGETS["pace"]:
+            pace = f"**{pace}**"
+        name = ATTENTION_NAMES.get(row.attention, row.attention)
+        lines.append(f"| {name} | {scan} | {row.seconds_a_step:.3f} | {row.tokens_per_s:,.0f} | {pace} |")
+    return "\n".join(lines)
+
+
+BENCHMARK_TABLES = {"delta_op": delta_op_table, "delta_pace": delta_pace_table}  # from a benchmark's TSV, not a run
+
+
 def render(name: str, run: Path, page: str) -> str:
+    if name in BENCHMARK_TABLES:
+        return BENCHMARK_TABLES[name](run)
     if not (run / "summary.tsv").is_file():
         raise SystemExit(f"{run}/summary.tsv is missing: give that run's results/ folder (with --run {run.name}).")
     summary = read_summary(run / "summary.tsv")
@@ -395,7 +447,7 @@ def render(name: str, run: Path, page: str) -> str:
         "lottery_9min": lambda s: lottery_table(run, "seed_lottery_9min.tsv"),
     }
     if name not in tables:
-        raise SystemExit(f"unknown table {name!r}: one of {', '.join(tables)}")
+        raise SystemExit(f"unknown table {name!r}: one of {', '.join([*tables, *BENCHMARK_TABLES])}")
     return tables[name](summary)
 
 
