@@ -198,3 +198,18 @@ def test_a_build_lock_left_by_a_killed_build_is_removed_and_the_kernel_builds(tm
     )  # fmt: skip
     assert built.stdout.strip() == "True", built.stderr[-2000:]
     assert "left by a build that did not finish" in built.stderr
+
+
+def test_scoring_a_model_under_another_scan_than_it_trained_with_says_how_to_match_it(monkeypatch, caplog, tmp_path):
+    from epiformer.inference.trained_model import warn_of_another_scan
+
+    cpu = torch.device("cpu")
+    monkeypatch.delenv(delta_rule_module.KERNEL_VARIABLE, raising=False)
+    with caplog.at_level("WARNING"):
+        warn_of_another_scan(tmp_path, {"delta_kernel": "torch"}, cpu)
+        warn_of_another_scan(tmp_path, {"delta_kernel": None}, cpu)  # M7 runs no scan
+        warn_of_another_scan(tmp_path, {}, cpu)  # a model.json from before the field
+    assert caplog.text == ""
+    with caplog.at_level("WARNING"):
+        warn_of_another_scan(tmp_path, {"delta_kernel": "cpp"}, cpu)
+    assert "trained with the cpp scan" in caplog.text and "Set EPIFORMER_DELTA_KERNEL=cpp" in caplog.text

@@ -11,6 +11,7 @@ data-parallel processes, signals or checkpoints.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -27,8 +28,11 @@ from epiformer.io.model_description import (
     reads_spans,
 )
 from epiformer.model.configs import SCORING_BATCH_SIZE, SCORING_TOKENS
+from epiformer.model.delta_rule import KERNEL_VARIABLE, scan_kernel_name
 from epiformer.model.ensemble import EnsembleModel
 from epiformer.model.transformer import EPITransformer, ModelConfig, score_batch
+
+log = logging.getLogger(__name__)
 
 MODEL_FILES = (MODEL_JSON, "model.safetensors")
 TrainedModel = EPITransformer | EnsembleModel  # what a model folder loads as: one model, or its replicates' ensemble
@@ -87,6 +91,7 @@ def load_trained_model(
         )
     replicates = replicate_dirs(model_dir, description)
     if not replicates:
+        warn_of_another_scan(model_dir, description, torch.device(device))
         return _load_weights(model_dir, description).to(device).eval(), description
     models = []
     for folder in replicates:
@@ -98,6 +103,18 @@ def load_trained_model(
             )
         models.append(load_trained_model(folder, device)[0])
     return EnsembleModel(models).to(device).eval(), description
+
+
+def warn_of_another_scan(model_dir: Path, description: dict, device: torch.device) -> None:
+    """Warn where a delta-rule model was trained under another scan than this process would run (model.json's
+    `delta_kernel`): its scores then differ from the training run's in their last digits."""
+    trained = description.get("delta_kernel")
+    if trained and trained != (now := scan_kernel_name(device)):
+        log.warning(
+            "%s was trained with the %s scan of its delta rule and is scored here with the %s one: scores differ "
+            "from its training run's in their last digits (about 1e-6). Set %s=%s to score it as it was trained.",
+            model_dir, trained, now, KERNEL_VARIABLE, trained,
+        )  # fmt: skip
 
 
 def _load_weights(model_dir: Path, description: dict) -> EPITransformer:
