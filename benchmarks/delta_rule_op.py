@@ -115,18 +115,18 @@ def main(argv=None) -> None:
 
 
 def write_medians(path: Path, dim: int, rows) -> None:
-    """heads, T, variant, ms, ratio to linear: one row per variant and length (docs/results/write_tables.py's
+    """head_size, T, variant, ms, ratio to linear: one row per variant and length (docs/results/write_tables.py's
     `delta_op` table reads it), replacing the rows of this head size that `path` held."""
     table = pd.DataFrame(
         [
-            {"heads": dim, "T": length, "variant": name, "ms": ms, "ratio_to_linear": ms / times["linear"]}
+            {"head_size": dim, "T": length, "variant": name, "ms": ms, "ratio_to_linear": ms / times["linear"]}
             for length, times in rows
             for name, ms in times.items()
         ]
     )
     if path.exists():
-        table = pd.concat([pd.read_csv(path, sep="\t").query("heads != @dim"), table])
-    table.sort_values(["heads", "T"], kind="stable").to_csv(path, sep="\t", index=False, float_format="%.4g")
+        table = pd.concat([pd.read_csv(path, sep="\t").query("head_size != @dim"), table])
+    table.sort_values(["head_size", "T"], kind="stable").to_csv(path, sep="\t", index=False, float_format="%.4g")
 
 
 def _ms(value) -> str:

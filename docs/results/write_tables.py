@@ -393,11 +393,11 @@ def delta_op_table(run: Path) -> str:
     rule's ratio to it, bold where within issue 40's target."""
     medians = pd.read_csv(run / "delta_rule_op.tsv", sep="\t")
     shown = [variant for variant in DELTA_OP_SHOWN if variant in set(medians["variant"])]
-    header = ["heads", "T", "ELU+1 (ms)", *(f"{rule}, {scan}" for rule, scan in (DELTA_OP_SHOWN[v] for v in shown))]
+    header = ["head size", "T", "ELU+1 (ms)", *(f"{rule}, {scan}" for rule, scan in (DELTA_OP_SHOWN[v] for v in shown))]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for (heads, length), rows in medians.groupby(["heads", "T"], sort=True):
+    for (head_size, length), rows in medians.groupby(["head_size", "T"], sort=True):
         by_variant = rows.set_index("variant")
-        cells = [str(heads), f"{length:,}", f"{by_variant.loc['linear', 'ms']:.3g}"]
+        cells = [str(head_size), f"{length:,}", f"{by_variant.loc['linear', 'ms']:.3g}"]
         for variant in shown:
             ratio = by_variant.loc[variant, "ratio_to_linear"]
             cells.append(f"**{ratio:.1f}x**" if ratio <= DELTA_TARGETS["op"] else f"{ratio:.1f}x")

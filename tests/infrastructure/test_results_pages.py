@@ -219,11 +219,11 @@ def test_the_delta_rule_tables_bold_only_what_meets_issue_40s_targets(tmp_path):
         (64, 4000, "deltanet both ways", 300.0, 15.0),
         (64, 4000, "deltanet both ways (C++)", 170.0, 8.5),
     ]
-    pd.DataFrame(rows, columns=["heads", "T", "variant", "ms", "ratio_to_linear"]).to_csv(
+    pd.DataFrame(rows, columns=["head_size", "T", "variant", "ms", "ratio_to_linear"]).to_csv(
         tmp_path / "delta_rule_op.tsv", sep="\t", index=False
     )
     lines = writer.render("delta_op", tmp_path, "attentions").splitlines()
-    assert lines[0] == "| heads | T | ELU+1 (ms) | DeltaNet, PyTorch | DeltaNet, C++ |"
+    assert lines[0] == "| head size | T | ELU+1 (ms) | DeltaNet, PyTorch | DeltaNet, C++ |"
     assert lines[2:] == ["| 16 | 4,000 | 4 | 20.0x | **7.5x** |", "| 64 | 4,000 | 20 | 15.0x | 8.5x |"]
     pace = [
         ("linear", "torch", 0.1, 100.0, 1.0),

@@ -27,7 +27,7 @@ runs both directions as one batch. The `naive_*` functions run the recurrence to
 references for tests, never for the model.
 
 Two other scans take the same prepared inputs. On the CPU, `delta_rule_kernel` runs the
-recurrence token by token in C++ with a hand-written backward pass (5-6x ELU+1 where this chunked
+recurrence token by token in C++ with a hand-written backward pass (4.7-6.0x ELU+1 where this chunked
 form costs 14-28x on one core): `EPIFORMER_DELTA_KERNEL=cpp`. On a CUDA device with
 flash-linear-attention installed (`pip install fla-core`), its Triton kernel
 (`chunk_gated_delta_rule`): `EPIFORMER_DELTA_KERNEL=fla`. `auto` takes each where it can run;

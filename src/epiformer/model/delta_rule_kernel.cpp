@@ -75,6 +75,7 @@ void backward_sequence(const scalar_t* q, const scalar_t* k, const scalar_t* v, 
                        int64_t D, int64_t values, int64_t chunk, bool reverse) {
   const int64_t E = FIXED_E > 0 ? FIXED_E : values;
   const int64_t size = D * E;
+  if (T == 0) return;  // no tokens: nothing kept, nothing to undo
   // G: dL/dS after the token being undone; `before`: each token's state before it, in this chunk;
   // `errors`: each token's e.
   std::vector<scalar_t> gradient(size, scalar_t(0)), before(chunk * size), errors(chunk * E), ge(D);
@@ -181,7 +182,8 @@ void check_inputs(const torch::Tensor& q, const torch::Tensor& k, const torch::T
   TORCH_CHECK(v.size(0) == q.size(0) && v.size(1) == q.size(1), "v's sequences and tokens must match q's");
   TORCH_CHECK(beta.sizes() == q.sizes().slice(0, 2) && log_decay.sizes() == beta.sizes(), "beta, log_decay [N, T]");
   for (const auto* x : {&q, &k, &v, &beta, &log_decay}) {
-    TORCH_CHECK(x->is_contiguous() && x->scalar_type() == q.scalar_type(), "contiguous inputs of one dtype expected");
+    TORCH_CHECK(x->device().is_cpu() && x->is_contiguous() && x->scalar_type() == q.scalar_type(),
+                "contiguous CPU inputs of one dtype expected");
   }
 }
 
@@ -205,6 +207,7 @@ torch::Tensor forward(torch::Tensor q, torch::Tensor k, torch::Tensor v, torch::
                       torch::Tensor out, int64_t chunk, bool keep_states, bool reverse) {
   check_inputs(q, k, v, beta, log_decay);
   TORCH_CHECK(out.sizes() == v.sizes() && out.is_contiguous() && out.scalar_type() == v.scalar_type(), "out like v");
+  TORCH_CHECK(chunk > 0, "chunk must be positive");
   const int64_t N = q.size(0), T = q.size(1), D = q.size(2), E = v.size(2);
   const int64_t kept = keep_states ? (T + chunk - 1) / chunk : 0;
   auto checkpoints = torch::empty({N, kept, D, E}, q.options());
@@ -234,9 +237,12 @@ void backward(torch::Tensor q, torch::Tensor k, torch::Tensor v, torch::Tensor b
   check_inputs(dq, dk, dv, dbeta, dlog_decay);
   TORCH_CHECK(dq.sizes() == q.sizes() && dv.sizes() == v.sizes() && dbeta.sizes() == beta.sizes(), "gradients' shapes");
   TORCH_CHECK(dq.scalar_type() == q.scalar_type(), "gradients of the inputs' dtype");
+  TORCH_CHECK(chunk > 0, "chunk must be positive");
   const int64_t N = q.size(0), T = q.size(1), D = q.size(2), E = v.size(2);
-  TORCH_CHECK(checkpoints.is_contiguous() && checkpoints.size(1) == (T + chunk - 1) / chunk,
-              "checkpoints of another chunk size");
+  TORCH_CHECK(checkpoints.is_contiguous() && checkpoints.scalar_type() == q.scalar_type() &&
+                  checkpoints.sizes() == at::IntArrayRef({N, (T + chunk - 1) / chunk, D, E}),
+              "checkpoints of another shape (or chunk size) than these inputs'");
+  TORCH_CHECK(grad_out.sizes() == v.sizes() && grad_out.scalar_type() == v.scalar_type(), "grad_out like v");
   grad_out = grad_out.contiguous();
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "delta_rule_backward", [&] {
     const auto *pq = q.data_ptr<scalar_t>(), *pk = k.data_ptr<scalar_t>(), *pv = v.data_ptr<scalar_t>();

@@ -2,7 +2,7 @@
 
 `delta_rule._chunked` gathers each chunk's updates into small matrix products (Yang et al.
 2024): on a GPU that is the fast form, but on a CPU core its many [C, C] and [D, D] products
-and their autograd graph cost 13-23x ELU+1 linear attention at heads of 16. The recurrence
+and their autograd graph cost 14-28x ELU+1 linear attention at heads of 16 (one thread). The recurrence
 itself (delta_rule's module docstring) reads and writes a [D, D] state a few times a token,
 all of it in cache: `delta_rule_kernel.cpp` runs it as plain loops, keeps the state every
 CHECKPOINT_TOKENS tokens and, backward, recomputes each stretch from there and walks it in
@@ -10,7 +10,8 @@ reverse (memory: T / CHECKPOINT_TOKENS states, not T). Sequences (batch rows x h
 parallel on PyTorch's threads.
 
 The extension is compiled on first use (`torch.utils.cpp_extension`, a C++ compiler and ninja
-needed; cached under `$TORCH_EXTENSIONS_DIR`, by default ~/.cache/torch_extensions), for the
+needed; cached under `$TORCH_EXTENSIONS_DIR`, by default ~/.cache/torch_extensions; one process builds
+while the others wait, BUILD_GUARD), for the
 instruction set PyTorch's own kernels use here (`torch.backends.cpu.get_cpu_capability()`), its
 name carrying it, so that machines of another instruction set sharing a home folder never load
 each other's build. `load()` returns None, saying why once, where it cannot be built.
@@ -20,9 +21,10 @@ gradients too); sums in another order than the chunked form.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import logging
-import time
 from pathlib import Path
 
 import torch
@@ -39,9 +41,10 @@ ARCHITECTURE_FLAGS = {
 log = logging.getLogger(__name__)
 
 
-# A build lock older than this was left by a process killed while building (a build takes about a minute):
-# torch would wait on it for ever.
-STALE_LOCK_SECONDS = 600
+# Held (flock) by each process of this package while it builds or loads the extension: the system releases it
+# when its holder dies, however it dies, where torch's own build lock (a file it waits on, without a timeout)
+# stays behind a killed build and blocks every later one.
+BUILD_GUARD = "epiformer.flock"
 
 
 @functools.cache
@@ -53,21 +56,33 @@ def load():
     try:
         from torch.utils import cpp_extension
 
-        remove_stale_lock(Path(cpp_extension._get_build_directory(name, verbose=False)) / "lock")
-        return cpp_extension.load(name=name, sources=[str(SOURCE)], extra_cflags=flags)
+        folder = Path(cpp_extension._get_build_directory(name, verbose=False))
+        with exclusive(folder / BUILD_GUARD):
+            remove_left_lock(folder / "lock")
+            return cpp_extension.load(name=name, sources=[str(SOURCE)], extra_cflags=flags)
     except (OSError, RuntimeError, ImportError, SystemExit) as error:  # no compiler, no ninja, a failed build
         log.warning("the C++ delta rule could not be built here (%s); the PyTorch path runs instead", error)
         return None
 
 
-def remove_stale_lock(lock: Path) -> None:
-    """Remove `lock` (torch's build lock) if a killed build left it: older than STALE_LOCK_SECONDS."""
-    try:
-        if time.time() - lock.stat().st_mtime > STALE_LOCK_SECONDS:
-            lock.unlink(missing_ok=True)
-            log.warning("removed %s, left by a build that did not finish", lock)
-    except FileNotFoundError:
-        pass
+@contextlib.contextmanager
+def exclusive(path: Path):
+    """Hold an exclusive flock on `path` (created if need be) for the block: one process at a time."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def remove_left_lock(lock: Path) -> None:
+    """Remove torch's build lock, if any, while holding BUILD_GUARD: no live build of ours holds it then, so a
+    build that was killed left it."""
+    if lock.exists():
+        lock.unlink(missing_ok=True)
+        log.warning("removed %s, left by a build that did not finish", lock)
 
 
 def available() -> bool:
@@ -80,25 +95,32 @@ def recurrent_gated_delta_rule(q, k, v, beta, log_decay, both_ways: bool = False
     [B, H, T]), token by token in C++: [B, H, T, Dv]. With `both_ways`, the mean of the scan from the first
     token and the scan from the last (`delta_rule.bidirectional_delta_rule`), with no flipped copies.
     Differentiable in all five inputs."""
-    return _RecurrentDeltaRule.apply(q, k, v, beta, log_decay, (False, True) if both_ways else (False,))
+    inputs = (q, k, v, beta, log_decay)
+    # Kept states serve a backward pass only: none under no_grad, nor when no input needs a gradient.
+    keep = torch.is_grad_enabled() and any(x.requires_grad for x in inputs)
+    return _RecurrentDeltaRule.apply(*inputs, (False, True) if both_ways else (False,), keep)
 
 
 class _RecurrentDeltaRule(torch.autograd.Function):
+    """Once differentiable: its backward pass is the C++ one, not a graph (a gradient of the gradient is not kept)."""
+
     @staticmethod
-    def forward(ctx, q, k, v, beta, log_decay, directions):
+    def forward(ctx, q, k, v, beta, log_decay, directions, keep):
         extension = load()
         if extension is None:
             raise RuntimeError("the C++ delta rule is not built here (see the warning above)")
         batch, heads, length, _ = q.shape
         flat = [x.reshape(batch * heads, length, -1).contiguous() for x in (q, k, v)]
         flat += [x.reshape(batch * heads, length).contiguous() for x in (beta, log_decay)]
-        keep = any(ctx.needs_input_grad)
-        out = torch.zeros_like(flat[2])
-        states = [extension.forward(*flat, out, CHECKPOINT_TOKENS, keep, reverse) for reverse in directions]
+        out = v.new_zeros(batch, heads, length, v.shape[-1])  # returned whole, not as a view of another shape
+        states = [
+            extension.forward(*flat, out.view(flat[2].shape), CHECKPOINT_TOKENS, keep, reverse)
+            for reverse in directions
+        ]
         if keep:
             ctx.save_for_backward(*flat, *states)
             ctx.shapes, ctx.directions = [x.shape for x in (q, k, v, beta, log_decay)], directions
-        return out.div_(len(directions)).view(batch, heads, length, -1)
+        return out.div_(len(directions))
 
     @staticmethod
     @torch.autograd.function.once_differentiable
@@ -108,4 +130,4 @@ class _RecurrentDeltaRule(torch.autograd.Function):
         grads = [torch.zeros_like(x) for x in flat]
         for reverse, kept in zip(ctx.directions, states):
             load().backward(*flat, kept, grad, *grads, CHECKPOINT_TOKENS, reverse)
-        return (*(g.view(shape) for g, shape in zip(grads, ctx.shapes)), None)
+        return (*(g.view(shape) for g, shape in zip(grads, ctx.shapes)), None, None)
