@@ -25,6 +25,12 @@ from tests.helpers import tensor_shapes_during
 GATED = [False, True]
 
 
+@pytest.fixture(autouse=True)
+def chunked_scan(monkeypatch):
+    """These tests are of the chunked PyTorch scan, whatever EPIFORMER_DELTA_KERNEL the shell holds."""
+    monkeypatch.delenv(delta_rule_module.KERNEL_VARIABLE, raising=False)
+
+
 def rule_id(gated: bool) -> str:
     return "gated" if gated else "delta"
 

@@ -84,7 +84,8 @@ def gated_delta_rule(
     key_padding_mask: torch.Tensor | None = None,
     chunk_size: int = CHUNK,
 ) -> torch.Tensor:
-    """The causal gated delta rule (module docstring), chunked; `decay` None is the plain delta rule.
+    """The causal gated delta rule (module docstring), chunked (`chunk_size` tokens; the C++ and fla scans take
+    their own); `decay` None is the plain delta rule.
 
     Computed in (at least) float32 even under autocast, as linear attention is: the state is
     a running sum over every token. Returns [B, H, T, D] in q's dtype.
