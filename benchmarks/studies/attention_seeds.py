@@ -16,8 +16,11 @@ them alike. A killed run resumes (finished seeds are read back). Usage:
         --work /tmp/attention_seeds --out docs/results/runs/demo_long/attention_seeds.tsv
 
 The same epochs for every attention instead of the same time (the recipe's 10 each, no
-budget), on a GPU with fla's kernels serving the delta rules' scans:
+budget), on the CPU with the C++ scan serving the delta rules (about two thirds of M7's pace,
+benchmarks/delta_rule_training.py), or on a GPU with fla's kernels:
 
+    EPIFORMER_DELTA_KERNEL=cpp python benchmarks/studies/attention_seeds.py --max-minutes 0 \\
+        --parallel 2 --work /tmp/attention_epochs
     EPIFORMER_DELTA_KERNEL=fla python benchmarks/studies/attention_seeds.py --max-minutes 0 \\
         --device cuda --parallel 1 --work /tmp/attention_epochs
 """
