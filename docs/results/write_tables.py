@@ -32,6 +32,8 @@ copies of runs/PAGE/, and each between `<!-- generated:NAME:RUN -->` and
   elements shuffled): both AUROCs and the paired difference with its interval;
 - `bins`: test AUROC within each distance bin (the run's `distance_bins.tsv`), one row per model
   or baseline, one column per bin;
+- `selection`: the run's choice on validation (runs/RUN/results/selection.tsv): each candidate M7's validation
+  AUROC per cell line and their mean, the chosen one bold;
 - `lottery`, `lottery_9min` (the long demo): the seed lottery's table (runs/RUN/seed_lottery.tsv, or
   seed_lottery_9min.tsv) and how often one seed, the sliding ensembles and the disjoint ones (no seed
   shared) came within 0.05 of the oracle and 0.10 above the element ceiling;
@@ -67,19 +69,29 @@ BASELINE_NAMES = {
     "kmer": "k-mer",
     "distance_kmer": "distance + k-mer",
     "propensity": "propensity",
+    "distance_pooled": "distance (pooled)",
+    "kmer_pooled": "k-mer (pooled)",
+    "distance_kmer_pooled": "distance + k-mer (pooled)",
+    "propensity_pooled": "propensity (pooled)",
 }
 # The (model, baseline) differences a page's `paired` table shows, in its column order.
 PAIRED_SHOWN = {
-    "real": [("linear_pooled_distance", "distance"), ("linear_pooled_distance", "kmer"), ("linear_pooled", "kmer")],
+    "real": [
+        ("linear_pooled_distance", "distance"),
+        ("linear_pooled_distance", "distance_kmer"),
+        ("linear_pooled_distance", "distance_kmer_pooled"),
+        ("linear_pooled", "kmer"),
+        ("linear_pooled", "kmer_pooled"),
+    ],
 }
 # Per page, the (model, baselines) pairs its `spread` table shows: the model against the better of
 # those baselines on test AUROC, beyond its replicates' spread or not.
 SPREAD_SHOWN = {
     "real": [
-        ("linear", ["kmer"]),
-        ("linear_pooled", ["kmer"]),
-        ("linear_distance", ["distance", "kmer", "distance_kmer"]),
-        ("linear_pooled_distance", ["distance", "kmer", "distance_kmer"]),
+        ("linear", ["kmer", "kmer_pooled"]),
+        ("linear_pooled", ["kmer", "kmer_pooled"]),
+        ("linear_distance", ["distance", "kmer", "distance_kmer", "kmer_pooled", "distance_kmer_pooled"]),
+        ("linear_pooled_distance", ["distance", "kmer", "distance_kmer", "kmer_pooled", "distance_kmer_pooled"]),
     ],
     "demo_long": [("linear_span", ["distance", "kmer", "distance_kmer"])],
     "demo_scale": [("linear_span", ["distance", "kmer", "distance_kmer"])],
@@ -322,6 +334,34 @@ def motifs_table(run: Path, model: str = "linear") -> str:
     return "\n".join(lines)
 
 
+def selection_table(run: Path) -> str:
+    """The run's choice on validation (its results/selection.tsv): per candidate model, each cell line's validation
+    AUROC and their mean, the chosen one bold; written before any test metric, from validation predictions only."""
+    path = run / "results" / "selection.tsv"
+    if not path.is_file():
+        raise SystemExit(f"{path} is missing: save the run with its selection.tsv (write_tables.py PAGE RESULTS).")
+    table = pd.read_csv(path, sep="\t")
+    candidates = table[table["candidate"].astype(str) == "True"]
+    cells = list(dict.fromkeys(candidates["cell_line"]))
+    header = ["model (validation AUROC)"] + [
+        f"{cell} ({count} pairs)"
+        for cell, count in candidates.groupby("cell_line", sort=False)["val_pairs"].first().items()
+    ]
+    header.append("mean")
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for model, rows in candidates.groupby("model", sort=False):
+        by_cell = rows.set_index("cell_line")["val_auroc"]
+        chosen = bool(rows["chosen"].astype(str).eq("True").any())
+        name = f"**{model}** (chosen)" if chosen else model
+        mean = f"{rows['mean_val_auroc'].iloc[0]:.3f}"
+        lines.append(
+            "| "
+            + " | ".join([name, *(f"{by_cell[cell]:.3f}" for cell in cells), f"**{mean}**" if chosen else mean])
+            + " |"
+        )
+    return "\n".join(lines)
+
+
 def _q_value(q: float) -> str:
     if q >= 1e-3:
         return f"{q:.2g}"
@@ -443,6 +483,7 @@ def render(name: str, run: Path, page: str) -> str:
         "control": lambda s: control_table(paired),
         "bins": lambda s: bins_table(run),
         "goal": lambda s: goal_table(s, paired, run),
+        "selection": lambda s: selection_table(run),
         "lottery": lambda s: lottery_table(run, "seed_lottery.tsv"),
         "lottery_9min": lambda s: lottery_table(run, "seed_lottery_9min.tsv"),
     }
@@ -467,11 +508,11 @@ def save_run(results: Path, saved: Path, configs: list[str]) -> None:
 
 def save_recomputable(results: Path, saved: Path, configs: list[str]) -> None:
     """Keep in `saved` what every published metric of the run is computed from: `saved/results/` mirrors the
-    run's results/ for each evaluated model and baseline (metrics.json, model.json, test predictions, each
-    replicate's, and the validation predictions with the run's selection.tsv), with each cell line's windows
-    (test pairs) and truth table (demos) gzipped; provenance.json
-    gives the commit the run was made from and its config files. tests/infrastructure/test_saved_runs.py
-    recomputes the published tables from them."""
+    run's results/ for each evaluated model and baseline (metrics.json, model.json, a pooled model's in
+    pooled/MODEL/ as the workflow keeps it, test predictions, each replicate's, and the validation predictions
+    with the run's selection.tsv), with each cell line's windows (test pairs) and truth table (demos) gzipped;
+    provenance.json gives the commit the run was made from and its config files.
+    tests/infrastructure/test_saved_runs.py recomputes the published tables from them."""
     mirror = saved / "results"
     shutil.rmtree(mirror, ignore_errors=True)
     tested: dict[str, set] = {}
@@ -483,10 +524,12 @@ def save_recomputable(results: Path, saved: Path, configs: list[str]) -> None:
         target = mirror / cell / model
         target.mkdir(parents=True)
         shutil.copyfile(metrics, target / "metrics.json")
-        for description in (folder / "model.json", results / "pooled" / model / "model.json"):
-            if description.is_file():
-                shutil.copyfile(description, target / "model.json")
-                break
+        pooled = results / "pooled" / model / "model.json"  # kept where the workflow keeps it: it says "pooled"
+        if (folder / "model.json").is_file():
+            shutil.copyfile(folder / "model.json", target / "model.json")
+        elif pooled.is_file():
+            (mirror / "pooled" / model).mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(pooled, mirror / "pooled" / model / "model.json")
         own = [folder / "predictions.tsv", *sorted(folder.glob("replicates/*/predictions.tsv"))]
         for predictions in own + [path for path in [folder / "validation_predictions.tsv"] if path.is_file()]:
             destination = target / predictions.relative_to(folder).with_suffix(".tsv.gz")

@@ -239,3 +239,23 @@ def test_the_delta_rule_tables_bold_only_what_meets_issue_40s_targets(tmp_path):
         "| DeltaNet | PyTorch | 0.500 | 20 | 0.20 |",
         "| DeltaNet | C++ | 0.200 | 50 | **0.50** |",
     ]
+
+
+def test_the_selection_table_shows_each_candidates_validation_auroc_and_bolds_the_chosen(tmp_path):
+    writer = load_writer()
+    (tmp_path / "results").mkdir()
+    rows = [  # (cell line, model, candidate, validation pairs, validation AUROC, mean, chosen)
+        ("c1", "a", True, 10, 0.60, 0.65, False),
+        ("c2", "a", True, 12, 0.70, 0.65, False),
+        ("c1", "b", True, 10, 0.70, 0.70, True),
+        ("c2", "b", True, 12, 0.70, 0.70, True),
+        ("c1", "softmax", False, 10, 0.90, 0.90, False),  # not a candidate: its AUROC is no choice
+        ("c2", "softmax", False, 12, 0.90, 0.90, False),
+    ]
+    columns = ["cell_line", "model", "candidate", "val_pairs", "val_auroc", "mean_val_auroc", "chosen"]
+    pd.DataFrame(rows, columns=columns).to_csv(tmp_path / "results" / "selection.tsv", sep="\t", index=False)
+    table = writer.selection_table(tmp_path).splitlines()
+    assert table[0] == "| model (validation AUROC) | c1 (10 pairs) | c2 (12 pairs) | mean |"
+    assert table[2:] == ["| a | 0.600 | 0.700 | 0.650 |", "| **b** (chosen) | 0.700 | 0.700 | **0.700** |"]
+    with pytest.raises(SystemExit, match="selection.tsv is missing"):
+        writer.selection_table(tmp_path / "elsewhere")

@@ -10,6 +10,7 @@ differences and the distance bins, and finds them equal to the published files.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -116,10 +117,19 @@ def test_the_runs_choice_is_what_its_saved_validation_predictions_give(run, tmp_
     from epiformer.evaluation.selection import ValidationResult, read_selection, write_selection
 
     published = read_selection(run / "results" / "selection.tsv")
+    saved = run / "results"
+
+    def model_dir(cell: str, model: str) -> Path:  # a pooled model's model.json lies in pooled/MODEL/, as run
+        return saved / cell / model if (saved / cell / model / "model.json").is_file() else saved / "pooled" / model
+
     results = [
-        ValidationResult(row.cell_line, row.model, folder / "validation_predictions.tsv.gz", folder)
+        ValidationResult(
+            row.cell_line,
+            row.model,
+            saved / row.cell_line / row.model / "validation_predictions.tsv.gz",
+            model_dir(row.cell_line, row.model),
+        )
         for row in published.itertuples()
-        for folder in [run / "results" / row.cell_line / row.model]
     ]
     again = write_selection(results, tmp_path / "selection.tsv")
     pd.testing.assert_frame_equal(again, published, check_dtype=False, atol=1e-6)

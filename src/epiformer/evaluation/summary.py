@@ -29,8 +29,8 @@ cell line's windows.tsv): matched_auroc, matched_auroc_lo, matched_auroc_hi (eac
 against the negatives of its own distance stratum), matched_auroc_diff_distance[_lo, _hi]
 (minus the distance baseline's, paired bootstrap; every row but the distance baseline's),
 binned_auroc_mean and binned_auprc_mean (over the distance bins that hold both classes). Last,
-peer_baseline and peer_verdict (models only; `verdicts.with_peer_columns`): the strongest baseline fitted
-as the model was that reads what it reads (or less), and "above", "below", "tie: interval", "tie:
+peer_baseline and peer_verdict (models only; `verdicts.with_peer_columns`): the strongest baseline (by
+test AUROC, pooled or not) that reads nothing the model does not, and "above", "below", "tie: interval", "tie:
 replicates" or "no interval" against it, from the paired interval and the replicates' spread;
 chosen_on_validation (the model results/selection.tsv put forward, `evaluation.selection`; empty
 without it).

@@ -50,9 +50,10 @@ def peer_markdown(table: pd.DataFrame) -> list[str]:
         "",
         "## Each model against its peer baseline",
         "",
-        "A model's peer: the baseline that reads what the model reads (distance_kmer for a model given distance or "
-        "reading spans, a span's length being its distance; kmer for sequence alone), fitted as the model was "
-        "(pooled or per cell line), where the run has it; otherwise the strongest that reads less. "
+        "A model's peer: the strongest baseline by test AUROC, pooled or per cell line, that reads nothing the "
+        "model does not (distance, k-mers or both for a model given distance or reading spans, a span's length "
+        "being its distance; k-mers for sequence alone), so a model is never set against a weaker bar than one "
+        "it could be. "
         f"Δ AUROC: model − peer on the same test pairs, its 95% "
         f"interval from paired resamples of whole {unit} groups. The verdict is computed: above or below only when "
         "the interval excludes 0 and every replicate lies on that side of the peer.",

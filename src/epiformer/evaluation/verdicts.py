@@ -3,7 +3,7 @@
 `spread_verdict` reads only the replicates (every one above a baseline's AUROC, every one below,
 or the baseline within their spread); `peer_verdict` reads both the paired interval of the AUROC
 difference and the spread: "above" or "below" only when both say so. A model's peer baseline
-(`peer_baseline`) is the strongest one fitted as it was that reads what it reads, or less.
+(`peer_baseline`) is the strongest that reads nothing it does not, fitted either way.
 summary.tsv's peer columns and replicate columns come from here; the results pages' tables
 (docs/results/write_tables.py) use the same functions. Torch-free.
 """
@@ -54,23 +54,18 @@ def spread_verdict(replicates: list[float], bar: float) -> str:
 
 
 def peer_baseline(table: pd.DataFrame, row) -> str | None:
-    """A model's peer among its cell line's baselines that read nothing the model does not: one that reads all it
-    reads if any (distance_kmer for a model given distance or reading spans, kmer for one of sequence alone),
-    fitted as the model was (pooled or per cell line) where one was; the higher test AUROC between such equals.
-    None for a baseline row, or without one."""
+    """A model's peer: the strongest by test AUROC of its cell line's baselines that read nothing the model does not,
+    fitted either way (pooled or per cell line). A model given distance meets distance alone too, and a pooled model
+    a per-cell-line baseline, where those score higher: the bar a referee sets (issue 39), since a model that reads
+    more should beat every baseline that reads less. None for a baseline row, or without one."""
     if row["kind"] != "transformer":
         return None
     baselines = table[(table["cell_line"] == row["cell_line"]) & (table["kind"] == "baseline")].dropna(subset=["auroc"])
     model_reads = set(row["reads"].split("+"))
-    reads = [set(text.split("+")) for text in baselines["reads"]]
-    baselines = baselines[[read <= model_reads for read in reads]]
+    baselines = baselines[[set(text.split("+")) <= model_reads for text in baselines["reads"]]]
     if baselines.empty:
         return None
-    same_inputs = baselines["reads"].map(lambda text: set(text.split("+")) == model_reads)
-    same_fit = baselines["pooled"].astype(str) == str(row["pooled"])  # True/False, or their text read back
-    ranked = baselines.assign(rank=same_inputs.astype(int) * 2 + same_fit.astype(int))
-    ranked = ranked[ranked["rank"] == ranked["rank"].max()]
-    return str(ranked.loc[ranked["auroc"].idxmax(), "model"])
+    return str(baselines.loc[baselines["auroc"].idxmax(), "model"])
 
 
 def peer_verdict(table: pd.DataFrame, row, peer: str | None) -> str | None:
