@@ -15,6 +15,12 @@ them alike. A killed run resumes (finished seeds are read back). Usage:
     python benchmarks/studies/attention_seeds.py --run runs/demo-long --seeds 3 --parallel 2 \\
         --work /tmp/attention_seeds --out docs/results/runs/demo_long/attention_seeds.tsv
 
+Each attention with its own recipe, chosen on validation by attention_recipes.py (the same token budget
+for all, so the same epochs):
+
+    EPIFORMER_DELTA_KERNEL=cpp python benchmarks/studies/attention_seeds.py --recipes \
+        docs/results/runs/attentions/recipes.tsv --work /tmp/attention_chosen --out ...
+
 The same epochs for every attention instead of the same time (the recipe's 10 each, no
 budget), on the CPU with the C++ scan serving the delta rules (about two thirds of M7's pace,
 benchmarks/delta_rule_training.py), or on a GPU with fla's kernels:
@@ -31,18 +37,39 @@ import multiprocessing
 from pathlib import Path
 
 import pandas as pd
-from seed_lottery import FOUND_WITHIN, oracle_and_ceiling, train_seed, training_parser
+from seed_lottery import FOUND_WITHIN, RECIPE_KEYS, oracle_and_ceiling, train_seed, training_parser
 
 ATTENTIONS = ["linear", "deltanet", "gated_deltanet"]
 
 
-def jobs(attentions: list[str], seeds: int, run: Path, work: Path, max_minutes: float | None, device: str) -> list:
-    """seed_lottery.train_seed's jobs, seed by seed and attentions interleaved, each attention in its own folder."""
+def jobs(
+    attentions: list[str],
+    seeds: int,
+    run: Path,
+    work: Path,
+    max_minutes: float | None,
+    device: str,
+    recipes: dict[str, dict] | None = None,
+) -> list:
+    """seed_lottery.train_seed's jobs, seed by seed and attentions interleaved, each attention in its own folder,
+    with its own recipe where `recipes` (chosen_recipes) gives one."""
+    recipes = recipes or {}
     return [
-        (seed, str(run), str(work / attention), max_minutes, attention, device)
+        (seed, str(run), str(work / attention), max_minutes, attention, device, recipes.get(attention, {}), True)
         for seed in range(seeds)
         for attention in attentions
     ]
+
+
+def chosen_recipes(path: Path, attentions: list[str]) -> dict[str, dict]:
+    """Each attention's recipe chosen on validation (attention_recipes.py's `--out`: its `chosen` rows)."""
+    table = pd.read_csv(path, sep="\t")
+    chosen = table[table["chosen"].astype(str) == "True"].set_index("attention")
+    missing = [attention for attention in attentions if attention not in chosen.index]
+    if missing:
+        raise SystemExit(f"{path}: no chosen recipe for {', '.join(missing)}; run attention_recipes.py with them.")
+    keys = [key for key in RECIPE_KEYS if key in chosen.columns]
+    return {attention: {key: float(chosen.loc[attention, key]) for key in keys} for attention in attentions}
 
 
 def attention_table(rows: list[dict], run: Path, work: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -73,12 +100,17 @@ def main() -> None:
     parser = training_parser(__doc__, "/tmp/attention_seeds")
     parser.add_argument("--attentions", nargs="+", default=ATTENTIONS)
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0 .. N - 1 of each attention")
+    parser.add_argument(
+        "--recipes", type=Path, help="each attention's recipe chosen on validation (attention_recipes.py's --out)"
+    )
     args = parser.parse_args()
+    recipes = chosen_recipes(args.recipes, args.attentions) if args.recipes else None
     rows = []
     context = multiprocessing.get_context("spawn")
     with context.Pool(args.parallel, maxtasksperchild=1) as pool:  # a process each: its peak memory is its own
         for row in pool.imap_unordered(
-            train_seed, jobs(args.attentions, args.seeds, args.run, args.work, args.max_minutes, args.device)
+            train_seed,
+            jobs(args.attentions, args.seeds, args.run, args.work, args.max_minutes, args.device, recipes),
         ):
             rows.append(row)
             print(f"{row['attention']} seed {row['seed']}: test AUROC {row['auroc']:.3f}, "

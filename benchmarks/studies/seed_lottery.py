@@ -47,32 +47,46 @@ def recipe() -> tuple[dict, dict, int]:
     return model, train, {**base["windows"], **overlay["windows"]}["max_span"]
 
 
-def train_seed(job: tuple[int, str, str, float | None, str, str]) -> dict:
-    """Train and score one seed with one attention (in a worker process, one thread, on `device`); returns its row."""
+RECIPE_KEYS = {"learning_rate": "train", "weight_decay": "train", "dropout": "model"}  # what a sweep may change
+
+
+def train_seed(job: tuple) -> dict:
+    """Train and score one seed with one attention (in a worker process, one thread, on `device`); returns its row.
+
+    `job`: (seed, run, work, max_minutes, attention, device), then optionally a recipe (RECIPE_KEYS over the
+    shipped recipe) and whether to score the test split: a recipe sweep reads validation only (the kept
+    epoch's validation AUROC, `val_auroc`) and leaves the test split unscored."""
     import torch
 
     from epiformer.evaluation.evaluate import evaluate_model
     from epiformer.model.configs import ModelConfig, TrainConfig, with_span_positions
     from epiformer.training.train import train_model
 
-    seed, run, work, max_minutes, attention, device = job
+    seed, run, work, max_minutes, attention, device, *rest = job
+    overrides, score_test = [*rest, *[{}, True][len(rest) :]]
     torch.set_num_threads(1)
     model, train, max_span = recipe()
     model["attention"] = attention
+    for key, value in overrides.items():
+        {"train": train, "model": model}[RECIPE_KEYS[key]][key] = value
     if max_minutes is not None:
         train["max_minutes"] = max_minutes
     folder = Path(work) / f"seed_{seed}"
     shards = results_dir(Path(run)) / "span_shards"
-    if not metrics_path(folder).is_file():
+    if not (folder / "model.json").is_file():
         config = TrainConfig(**{**train, "seed": seed, "threads": 1, "device": device, "replicates": 1})
         train_model(str(shards), ModelConfig(**with_span_positions(model, max_span)), config, folder, folder / "ckpt")
+    if score_test and not metrics_path(folder).is_file():
         evaluate_model(folder, shards, folder / "predictions.tsv", metrics_path(folder), resamples=10, device=device)
     description = read_description(folder)
     log = pd.read_csv(folder / "train_log.tsv", sep="\t")
+    kept = log.loc[log["epoch"] == description["best_epoch"], "val_auroc"]
     return {
         "seed": seed,
         "attention": attention,
-        "auroc": read_metrics(metrics_path(folder))["auroc"],
+        **{key: train.get(key, model.get(key)) for key in RECIPE_KEYS},
+        "val_auroc": float(kept.iloc[-1]) if len(kept) else float("nan"),
+        "auroc": read_metrics(metrics_path(folder))["auroc"] if score_test else float("nan"),
         "epochs_trained": description["epochs_trained"],
         "best_epoch": description["best_epoch"],
         "peak_memory_mb": description["peak_memory_mb"],

@@ -1,0 +1,82 @@
+"""benchmarks/studies/attention_recipes.py and attention_seeds.py --recipes: each attention's recipe chosen on
+validation alone, and the chosen one trained over seeds (issue 40, item 3)."""
+
+import sys
+
+import pytest
+
+from tests.helpers import REPO
+
+sys.path.insert(0, str(REPO / "benchmarks" / "studies"))  # the studies import their helpers by module name
+from attention_recipes import choose, grid, recipe_folder, sweep_jobs  # noqa: E402
+from attention_seeds import chosen_recipes, jobs  # noqa: E402
+
+
+def row(attention, learning_rate, seed, val_auroc, test_auroc=float("nan")):
+    return {
+        "attention": attention,
+        "seed": seed,
+        "learning_rate": learning_rate,
+        "weight_decay": 0.01,
+        "dropout": 0.0,
+        "val_auroc": val_auroc,
+        "auroc": test_auroc,
+        "epochs_trained": 6.0,
+    }
+
+
+def test_the_grid_crosses_only_the_axes_given_in_their_order():
+    assert grid([1e-3, 2e-3], [], [0.0, 0.1]) == [
+        {"learning_rate": 1e-3, "dropout": 0.0},
+        {"learning_rate": 1e-3, "dropout": 0.1},
+        {"learning_rate": 2e-3, "dropout": 0.0},
+        {"learning_rate": 2e-3, "dropout": 0.1},
+    ]
+    assert grid([], [], []) == [{}]  # the shipped recipe alone
+
+
+def test_each_attention_gets_the_recipe_of_its_best_mean_validation_auroc_whatever_the_test_says():
+    recipes = grid([1e-3, 2e-3], [], [])
+    rows = [
+        row("linear", 1e-3, 0, 0.80, test_auroc=0.99),  # the best on test: no say in the choice
+        row("linear", 1e-3, 1, 0.70, test_auroc=0.99),
+        row("linear", 2e-3, 0, 0.78),
+        row("linear", 2e-3, 1, 0.76),
+        row("deltanet", 2e-3, 0, 0.70),
+        row("deltanet", 1e-3, 0, 0.70),  # a tie: the earlier recipe in the grid wins
+    ]
+    table = choose(rows, recipes)
+    chosen = table[table["chosen"]].set_index("attention")
+    assert chosen.loc["linear", "learning_rate"] == 2e-3 and chosen.loc["linear", "mean_val_auroc"] == 0.77
+    assert chosen.loc["deltanet", "learning_rate"] == 1e-3
+    assert list(table["attention"]) == ["linear", "linear", "deltanet", "deltanet"]  # ATTENTIONS' order
+    assert table.loc[(table["attention"] == "linear") & (table["learning_rate"] == 1e-3), "val_aurocs"].item() == (
+        "0.8000;0.7000"
+    )
+
+
+def test_the_sweep_never_scores_test_and_the_seeds_train_each_attentions_chosen_recipe(tmp_path):
+    recipes = grid([1e-3, 2e-3], [], [])
+    sweep = sweep_jobs(["linear", "deltanet"], recipes, 1, tmp_path / "run", tmp_path / "work", "cpu")
+    assert len(sweep) == 4 and not any(job[-1] for job in sweep)  # validation only
+    assert {job[2] for job in sweep} == {
+        str(recipe_folder(tmp_path / "work", attention, recipe)) for attention in ("linear", "deltanet")
+        for recipe in recipes
+    }  # fmt: skip
+    rows = [row("linear", 1e-3, 0, 0.6), row("linear", 2e-3, 0, 0.7), row("deltanet", 1e-3, 0, 0.7)]
+    rows.append(row("deltanet", 2e-3, 0, 0.6))
+    choose(rows, recipes).to_csv(tmp_path / "recipes.tsv", sep="\t", index=False)
+    chosen = chosen_recipes(tmp_path / "recipes.tsv", ["linear", "deltanet"])
+    assert chosen == {
+        "linear": {"learning_rate": 2e-3, "weight_decay": 0.01, "dropout": 0.0},
+        "deltanet": {"learning_rate": 1e-3, "weight_decay": 0.01, "dropout": 0.0},
+    }
+    seeds = jobs(["linear", "deltanet"], 2, tmp_path / "run", tmp_path / "seeds", None, "cpu", chosen)
+    assert [(job[0], job[4], job[6]["learning_rate"], job[7]) for job in seeds] == [
+        (0, "linear", 2e-3, True),
+        (0, "deltanet", 1e-3, True),
+        (1, "linear", 2e-3, True),
+        (1, "deltanet", 1e-3, True),
+    ]
+    with pytest.raises(SystemExit, match="no chosen recipe for gated_deltanet"):
+        chosen_recipes(tmp_path / "recipes.tsv", ["linear", "gated_deltanet"])
