@@ -23,8 +23,8 @@ import multiprocessing
 from pathlib import Path
 
 import pandas as pd
-from attention_seeds import ATTENTIONS
-from seed_lottery import RECIPE_KEYS, train_seed, training_parser
+from attention_seeds import ATTENTIONS, attention_order
+from seed_lottery import RECIPE_KEYS, save_table, train_seed, training_parser
 
 
 def recipe_folder(work: Path, attention: str, recipe: dict) -> Path:
@@ -64,17 +64,11 @@ def choose(rows: list[dict], recipes: list[dict]) -> pd.DataFrame:
         val_aurocs=("val_auroc", lambda values: ";".join(f"{value:.4f}" for value in values)),
         median_epochs=("epochs_trained", "median"),
     )
-    per_recipe = per_recipe.reset_index().sort_values(["attention", "grid_order"], key=_attention_order)
+    per_recipe = per_recipe.reset_index().sort_values(["attention", "grid_order"], key=attention_order)
     best = per_recipe.sort_values(["mean_val_auroc", "grid_order"], ascending=[False, True])
     chosen = best.groupby("attention", sort=False).head(1).index
     per_recipe["chosen"] = per_recipe.index.isin(chosen)
     return per_recipe.drop(columns="grid_order").reset_index(drop=True)
-
-
-def _attention_order(column: pd.Series) -> pd.Series:
-    if column.name != "attention":
-        return column
-    return column.map(lambda name: ATTENTIONS.index(name) if name in ATTENTIONS else len(ATTENTIONS))
 
 
 def main() -> None:
@@ -100,9 +94,7 @@ def main() -> None:
                   f"{row['epochs_trained']:.2f} epochs", flush=True)  # fmt: skip
     table = choose(rows, recipes)
     print(table.to_string(index=False, float_format="%.3f"))
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(args.out, sep="\t", index=False, float_format="%.4f")
+    save_table(table, args.out)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ import multiprocessing
 from pathlib import Path
 
 import pandas as pd
-from seed_lottery import FOUND_WITHIN, RECIPE_KEYS, oracle_and_ceiling, train_seed, training_parser
+from seed_lottery import FOUND_WITHIN, RECIPE_KEYS, oracle_and_ceiling, save_table, train_seed, training_parser
 
 ATTENTIONS = ["linear", "deltanet", "gated_deltanet"]
 
@@ -76,7 +76,7 @@ def attention_table(rows: list[dict], run: Path, work: Path) -> tuple[pd.DataFra
     """Per attention and seed, and per attention: AUROC, found, epochs reached, peak memory."""
     first = rows[0]
     oracle, ceiling = oracle_and_ceiling(run, work / first["attention"] / f"seed_{first['seed']}" / "predictions.tsv")
-    table = pd.DataFrame(rows).sort_values(["attention", "seed"], key=_attention_order)
+    table = pd.DataFrame(rows).sort_values(["attention", "seed"], key=attention_order)
     table["found"] = table["auroc"] >= oracle - FOUND_WITHIN
     table["oracle_auroc"], table["element_ceiling_auroc"] = oracle, ceiling
     per_attention = table.groupby("attention", sort=False).agg(
@@ -89,7 +89,7 @@ def attention_table(rows: list[dict], run: Path, work: Path) -> tuple[pd.DataFra
     return table, per_attention.reset_index()
 
 
-def _attention_order(column: pd.Series) -> pd.Series:
+def attention_order(column: pd.Series) -> pd.Series:
     """Attentions in ATTENTIONS' order (others after them), seeds by number."""
     if column.name != "attention":
         return column
@@ -118,9 +118,7 @@ def main() -> None:
     table, per_attention = attention_table(rows, args.run, args.work)
     print(table.drop(columns="val_auroc_by_epoch").to_string(index=False, float_format="%.3f"))
     print(per_attention.to_string(index=False, float_format="%.3f"))
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(args.out, sep="\t", index=False, float_format="%.4f")
+    save_table(table, args.out)
 
 
 if __name__ == "__main__":

@@ -135,6 +135,13 @@ def lottery_table(rows: list[dict], work: Path, run: Path, bases: int) -> pd.Dat
     return pd.DataFrame(table)
 
 
+def save_table(table: pd.DataFrame, out: Path | None) -> None:
+    """Write a study's table to `out` (TSV, 4 decimals), if given."""
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(out, sep="\t", index=False, float_format="%.4f")
+
+
 def training_parser(description: str, work: str) -> argparse.ArgumentParser:
     """The options of a script that trains seeds of the span model with train_seed: run, work, parallel, budget."""
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
