@@ -90,6 +90,7 @@ def train_seed(job: tuple) -> dict:
         "epochs_trained": description["epochs_trained"],
         "best_epoch": description["best_epoch"],
         "peak_memory_mb": description["peak_memory_mb"],
+        "tokens_per_s": description.get("tokens_per_s", float("nan")),
         "val_auroc_by_epoch": ";".join(f"{value:.3f}" for value in log["val_auroc"]),
     }
 

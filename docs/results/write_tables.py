@@ -40,6 +40,10 @@ copies of runs/PAGE/, and each between `<!-- generated:NAME:RUN -->` and
 - `goal` (the demos at a known answer): each span model against the demo's goal (GOAL): within
   0.05 AUROC of the oracle, 0.10 above the elements-and-distance ceiling, above distance in every
   distance bin, 0.10 above its length control with the paired interval above 0;
+- `recipes`, `epochs` (attentions): each attention's recipe sweep on the long demo's validation split
+  (runs/RUN/attention_recipes.tsv, benchmarks/studies/attention_recipes.py's `--out`), the chosen bold; and
+  each attention's chosen recipe over seeds at equal epochs (runs/RUN/attention_epochs.tsv, attention_seeds.py
+  with `--recipes`): test AUROC by seed, insulator found, epochs, pace, memory;
 - `delta_op`, `delta_pace` (attentions): the delta rules' op against ELU+1 and their training pace against
   M7's, from runs/RUN/delta_rule_op.tsv and delta_rule_training.tsv (the `--out` of
   benchmarks/delta_rule_op.py and delta_rule_training.py), bold within issue 40's targets (DELTA_TARGETS).
@@ -460,7 +464,61 @@ def delta_pace_table(run: Path) -> str:
     return "\n".join(lines)
 
 
-BENCHMARK_TABLES = {"delta_op": delta_op_table, "delta_pace": delta_pace_table}  # from a benchmark's TSV, not a run
+def recipes_table(run: Path) -> str:
+    """benchmarks/studies/attention_recipes.py's sweep (--out attention_recipes.tsv): per attention and recipe, the
+    validation AUROC of each seed and their mean, the chosen recipe bold (validation only: no test figure)."""
+    table = pd.read_csv(run / "attention_recipes.tsv", sep="\t")
+    keys = [key for key in ("learning_rate", "weight_decay", "dropout") if key in table]
+    header = ["attention", *(key.replace("_", " ") for key in keys), "validation AUROC (by seed)", "mean", "epochs"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in table.itertuples():
+        mean = f"{row.mean_val_auroc:.3f}"
+        cells = [ATTENTION_NAMES.get(row.attention, row.attention), *(f"{getattr(row, key):g}" for key in keys)]
+        seeds = ", ".join(f"{float(value):.3f}" for value in str(row.val_aurocs).split(";"))
+        cells += [seeds, f"**{mean}** (chosen)" if str(row.chosen) == "True" else mean, f"{row.median_epochs:.1f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _value_range(values: pd.Series, digits: int) -> str:
+    """ "low-high" of a column's values (one value where they agree), with thousands separators."""
+    return "-".join(f"{value:,.{digits}f}" for value in sorted({values.min(), values.max()}))
+
+
+def epochs_table(run: Path) -> str:
+    """benchmarks/studies/attention_seeds.py with --recipes (--out attention_epochs.tsv): per attention, its chosen
+    recipe's test AUROC by seed, how many found the insulator (within 0.05 of the oracle), epochs, pace, memory."""
+    table = pd.read_csv(run / "attention_epochs.tsv", sep="\t")
+    first = table.iloc[0]
+    header = ["attention", "learning rate", "test AUROC by seed", "median", "found", "epochs", "tokens/s", "memory"]
+    lines = [
+        f"Oracle {first['oracle_auroc']:.3f}, element-only ceiling {first['element_ceiling_auroc']:.3f}.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
+    for attention, rows in table.groupby("attention", sort=False):
+        rows = rows.sort_values("seed")
+        cells = [
+            ATTENTION_NAMES.get(attention, attention),
+            f"{rows['learning_rate'].iloc[0]:g}",
+            ", ".join(f"{value:.3f}" for value in rows["auroc"]),
+            f"{rows['auroc'].median():.3f}",
+            f"{int(rows['found'].sum())} of {len(rows)}",
+            _value_range(rows["epochs_trained"], 1),
+            _value_range(rows["tokens_per_s"], 0),
+            _value_range(rows["peak_memory_mb"], 0) + " MB",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+BENCHMARK_TABLES = {  # from a benchmark's or a study's TSV in runs/RUN/, not a run's summary
+    "delta_op": delta_op_table,
+    "delta_pace": delta_pace_table,
+    "recipes": recipes_table,
+    "epochs": epochs_table,
+}
 
 
 def render(name: str, run: Path, page: str) -> str:

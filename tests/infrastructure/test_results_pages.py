@@ -259,3 +259,37 @@ def test_the_selection_table_shows_each_candidates_validation_auroc_and_bolds_th
     assert table[2:] == ["| a | 0.600 | 0.700 | 0.650 |", "| **b** (chosen) | 0.700 | 0.700 | **0.700** |"]
     with pytest.raises(SystemExit, match="selection.tsv is missing"):
         writer.selection_table(tmp_path / "elsewhere")
+
+
+def test_the_attention_study_tables_show_the_choice_on_validation_and_each_chosen_recipe_over_seeds(tmp_path):
+    writer = load_writer()
+    recipes = pd.DataFrame(
+        [
+            ("linear", 0.001, 1, 0.7, "0.7000", 6.0, False),
+            ("linear", 0.002, 1, 0.9, "0.9000", 6.0, True),
+            ("deltanet", 0.001, 2, 0.8, "0.7000;0.9000", 5.9, True),
+        ],
+        columns=["attention", "learning_rate", "seeds", "mean_val_auroc", "val_aurocs", "median_epochs", "chosen"],
+    )
+    recipes.to_csv(tmp_path / "attention_recipes.tsv", sep="\t", index=False)
+    assert writer.recipes_table(tmp_path).splitlines()[2:] == [
+        "| ELU+1 (M7) | 0.001 | 0.700 | 0.700 | 6.0 |",
+        "| ELU+1 (M7) | 0.002 | 0.900 | **0.900** (chosen) | 6.0 |",
+        "| DeltaNet | 0.001 | 0.700, 0.900 | **0.800** (chosen) | 5.9 |",
+    ]
+    seeds = pd.DataFrame(
+        [  # seed, attention, learning rate, test AUROC, found, epochs, tokens/s, peak memory
+            (1, "linear", 0.002, 0.93, True, 6.0, 120000.0, 3000.0),
+            (0, "linear", 0.002, 0.90, False, 6.0, 118000.0, 3100.0),
+            (0, "deltanet", 0.001, 0.95, True, 5.9, 80000.0, 2500.0),
+        ],
+        columns=["seed", "attention", "learning_rate", "auroc", "found", "epochs_trained", "tokens_per_s",
+                 "peak_memory_mb"],
+    ).assign(oracle_auroc=0.96, element_ceiling_auroc=0.8)  # fmt: skip
+    seeds.to_csv(tmp_path / "attention_epochs.tsv", sep="\t", index=False)
+    table = writer.epochs_table(tmp_path).splitlines()
+    assert table[0] == "Oracle 0.960, element-only ceiling 0.800."
+    assert table[4:] == [
+        "| ELU+1 (M7) | 0.002 | 0.900, 0.930 | 0.915 | 1 of 2 | 6.0 | 118,000-120,000 | 3,000-3,100 MB |",
+        "| DeltaNet | 0.001 | 0.950 | 0.950 | 1 of 1 | 5.9 | 80,000 | 2,500 MB |",
+    ]
