@@ -2,6 +2,7 @@
 
 import json
 import re
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -136,3 +137,56 @@ def test_candidates_are_averaged_over_the_cell_lines_where_every_one_has_a_valid
     pd.DataFrame({"pair_id": [1, 2], "label": [0, 0], "score": [0.2, 0.9]}).to_csv(path, sep="\t", index=False)
     one.append(ValidationResult("c", "linear_distance", path, tmp_path / "models" / "linear_distance"))
     assert chosen_names(write_selection(one, tmp_path / "s2.tsv")) == ["linear_distance"]  # 0.60 > 0.40 on d alone
+
+
+def test_each_family_of_models_that_differ_only_in_recipe_gets_its_best_by_validation(tmp_path):
+    models = {
+        **MODELS,
+        "linear_lr": {"dropout": 0.1},  # a recipe of M7's family
+        "softmax_lr": {"attention": "softmax", "dropout": 0.1},  # a recipe of the softmax twin's
+        "deltanet": {"attention": "deltanet"},  # a family of one
+        "linear_pooled": {},  # kept in pooled/, as the workflow keeps a pooled model: a family of its own
+    }
+    wins = {
+        ("a", "linear"): 12, ("b", "linear"): 12,  # 0.60
+        ("a", "linear_lr"): 16, ("b", "linear_lr"): 14,  # 0.75: M7's recipe
+        ("a", "softmax"): 20, ("b", "softmax"): 10,  # 0.75: first on a tie
+        ("a", "softmax_lr"): 10, ("b", "softmax_lr"): 20,  # 0.75
+        ("a", "deltanet"): 4, ("b", "deltanet"): 4,  # 0.20, and still its family's only recipe
+        ("a", "linear_distance"): 18, ("b", "linear_distance"): 18,  # 0.90: the run's M7, another family
+        ("a", "linear_pooled"): 19, ("b", "linear_pooled"): 19,
+    }  # fmt: skip
+    entries = results(tmp_path, wins, models)
+    pooled = tmp_path / "results" / "pooled" / "linear_pooled"
+    pooled.mkdir(parents=True)
+    (pooled / "model.json").write_text((tmp_path / "models" / "linear_pooled" / "model.json").read_text())
+    entries = [replace(entry, model_dir=pooled) if entry.model == "linear_pooled" else entry for entry in entries]
+    table = write_selection(entries, tmp_path / "selection.tsv")
+    pd.testing.assert_frame_equal(read_selection(tmp_path / "selection.tsv"), table, check_dtype=False, atol=1e-6)
+    by_model = table.groupby("model", sort=False).first()
+    assert by_model["family"].to_dict() == {
+        "linear": "linear",
+        "linear_lr": "linear",
+        "softmax": "softmax",
+        "softmax_lr": "softmax",
+        "deltanet": "deltanet",
+        "linear_distance": "linear+distance",
+        "linear_pooled": "linear+pooled",
+    }
+    assert sorted(by_model.index[by_model["chosen_in_family"]]) == [
+        "deltanet", "linear_distance", "linear_lr", "linear_pooled", "softmax"
+    ]  # fmt: skip
+    assert by_model.loc["linear_lr", "family_mean_val_auroc"] == pytest.approx(0.75)
+    assert chosen_names(table) == ["linear_pooled"]  # the run's M7: the best candidate across families
+
+
+def test_a_family_is_averaged_over_the_cell_lines_where_each_of_its_models_has_a_validation_auroc(tmp_path):
+    models = {"softmax": {"attention": "softmax"}, "softmax_lr": {"attention": "softmax", "dropout": 0.1}}
+    entries = results(tmp_path, {("a", "softmax"): 4, ("b", "softmax"): 16, ("b", "softmax_lr"): 12}, models)
+    path = tmp_path / "a_softmax_lr.tsv"  # cell line a: one class for this model's validation pairs, no AUROC
+    pd.DataFrame({"pair_id": [1, 2], "label": [1, 1], "score": [0.2, 0.9]}).to_csv(path, sep="\t", index=False)
+    entries.append(ValidationResult("a", "softmax_lr", path, tmp_path / "models" / "softmax_lr"))
+    table = write_selection(entries, tmp_path / "selection.tsv").groupby("model").first()
+    # On b alone, softmax (0.80) beats softmax_lr (0.60); over a and b softmax's mean (0.50) would have lost.
+    assert table.loc["softmax", "family_mean_val_auroc"] == pytest.approx(0.8)
+    assert table["chosen_in_family"].to_dict() == {"softmax": True, "softmax_lr": False}

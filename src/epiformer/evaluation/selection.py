@@ -6,7 +6,8 @@ the test split. `write_selection` reads each (cell line, model)'s `validation_pr
 (evaluation's `score_validation`: the ensemble's scores on the validation split) and writes
 `results/selection.tsv`: every model's validation AUROC and AUPRC per cell line, its mean
 validation AUROC over the run's cell lines (those where every candidate has one: a validation
-split of one class has none), and `chosen`, true on the rows of the one model chosen. Its
+split of one class has none), and `chosen`, true on the rows of the one model chosen; then each
+model's `family` and the choice within it (below). Its
 rule's inputs are those files and model.json, no test prediction or metric, so the choice
 cannot follow a test result (a test deletes every test prediction and metrics file and
 gets the same choice); the summary marks the chosen model and sets it against its peer baseline.
@@ -16,7 +17,14 @@ where training picked each model's best epoch, so the figures are optimistic, al
 The rule, fixed here and not per run: among the candidates (models of `CANDIDATE_ATTENTION`,
 length controls excluded: they answer another question), the highest mean validation AUROC
 over the cell lines, earlier in the config on a tie. AUROC, not AUPRC: it is what the pages
-compare, and it does not move with each cell line's prevalence. Torch-free.
+compare, and it does not move with each cell line's prevalence.
+
+The same rule also picks a recipe within each *family* (`family_of`): models that read the same
+inputs with the same attention, fitted the same way, and differ only in their recipe (learning
+rate, weight decay, dropout, sizes: candidate recipes as models of their own). `chosen_in_family`
+marks each family's best by `family_mean_val_auroc` (over the cell lines where every model of the
+family has a validation AUROC), so that attentions are compared each at its own recipe, chosen on
+validation alone (a family of one model chooses it). Torch-free.
 """
 
 from __future__ import annotations
@@ -45,6 +53,9 @@ COLUMNS = (
     "val_auprc",
     "mean_val_auroc",
     "chosen",
+    "family",
+    "family_mean_val_auroc",
+    "chosen_in_family",
 )
 
 
@@ -64,6 +75,19 @@ def is_candidate(description: dict) -> bool:
     return model.get("attention") == CANDIDATE_ATTENTION and model.get("between", "sequence") == "sequence"
 
 
+def family_of(description: dict, model_dir: Path) -> str:
+    """A model's family: its attention, then what it reads beyond the element windows' sequence and how it was
+    fitted, e.g. "deltanet", "linear+distance+pooled", "linear+span+length control". Models of one family differ
+    only in their recipe."""
+    model = description["model"]
+    parts = [str(model.get("attention"))]
+    parts += ["span"] if model.get("input", "elements") == "span" else []
+    parts += ["distance"] if model.get("distance") else []
+    parts += ["pooled"] if Path(model_dir).parent.name == "pooled" else []  # where the workflow keeps pooled models
+    parts += ["length control"] if model.get("between", "sequence") != "sequence" else []
+    return "+".join(parts)
+
+
 def validation_row(result: ValidationResult) -> dict:
     """A (cell line, model)'s row: its validation figures (NaN where the split lacks a class)."""
     frame = read_predictions(result.predictions)
@@ -75,6 +99,7 @@ def validation_row(result: ValidationResult) -> dict:
         "model": result.model,
         "attention": description["model"].get("attention"),
         "candidate": is_candidate(description),
+        "family": family_of(description, result.model_dir),
         "val_pairs": len(labels),
         "val_positives": int(labels.sum()),
         "val_auroc": float(roc_auc_score(labels, scores)) if both else np.nan,
@@ -87,24 +112,31 @@ def selection_table(results: list[ValidationResult]) -> pd.DataFrame:
     if not results:
         raise ValueError("no validation predictions to choose from: the run trains no model")
     table = pd.DataFrame([validation_row(result) for result in results])
-    table["mean_val_auroc"] = mean_over_shared_cells(table)
-    table["chosen"] = table["model"] == chosen_model(table)
+    table["mean_val_auroc"] = mean_over_shared_cells(table, table["candidate"])
+    table["chosen"] = table["model"] == best_model(table[table["candidate"]], "mean_val_auroc")
+    by_family = table.groupby("family", sort=False)
+    table["family_mean_val_auroc"] = pd.concat(
+        [mean_over_shared_cells(rows, pd.Series(True, index=rows.index)) for _, rows in by_family]
+    )
+    chosen_in_family = [best_model(rows, "family_mean_val_auroc") for _, rows in by_family]
+    table["chosen_in_family"] = table["model"].isin(chosen_in_family)
     return table[list(COLUMNS)]
 
 
-def mean_over_shared_cells(table: pd.DataFrame) -> pd.Series:
-    """Each row's model's mean validation AUROC over the cell lines where every candidate has one (a validation split
-    of one class has none), so that candidates are averaged over the same cell lines; NaN where none has one."""
-    candidates = table[table["candidate"]]
-    scored = candidates.groupby("cell_line", sort=False)["val_auroc"].apply(lambda values: values.notna().all())
-    shared = set(scored[scored].index) if not candidates.empty else set(table["cell_line"])
+def mean_over_shared_cells(table: pd.DataFrame, compared: pd.Series) -> pd.Series:
+    """Each row's model's mean validation AUROC over the cell lines where every compared row's model has one (a
+    validation split of one class has none), so that the compared models are averaged over the same cell lines;
+    over every cell line where none is compared, NaN where no cell line is shared."""
+    compared_rows = table[compared]
+    scored = compared_rows.groupby("cell_line", sort=False)["val_auroc"].apply(lambda values: values.notna().all())
+    shared = set(scored[scored].index) if not compared_rows.empty else set(table["cell_line"])
     kept = table["val_auroc"].where(table["cell_line"].isin(shared))
     return kept.groupby(table["model"], sort=False).transform("mean")
 
 
-def chosen_model(table: pd.DataFrame) -> str | None:
-    """The candidate with the highest mean validation AUROC (the first in the table on a tie), or None."""
-    means = table[table["candidate"]].groupby("model", sort=False)["mean_val_auroc"].first().dropna()
+def best_model(rows: pd.DataFrame, mean: str) -> str | None:
+    """The model of `rows` with the highest `mean` column (the first in the table on a tie), or None."""
+    means = rows.groupby("model", sort=False)[mean].first().dropna()
     return None if means.empty else str(means.idxmax())
 
 
