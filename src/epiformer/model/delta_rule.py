@@ -44,7 +44,6 @@ import torch
 import torch.nn.functional as F
 
 from epiformer.model import delta_rule_kernel
-from epiformer.model.delta_rule_kernel import recurrent_gated_delta_rule
 
 # Tokens per chunk. fla's GPU kernels take 64; on one CPU thread 32 was fastest for heads of 8 to 32
 # (forward + backward at 16k tokens: 283 ms against 388 at 64 and 362 at 16, heads of 8), 64 for heads of 64.
@@ -94,7 +93,7 @@ def gated_delta_rule(
     if kernel is None:
         scan = functools.partial(_chunked, chunk_size=chunk_size)
     elif kernel == CPP_KERNEL:
-        scan = recurrent_gated_delta_rule
+        scan = delta_rule_kernel.recurrent_gated_delta_rule
     else:
         scan = functools.partial(through_fla, kernel)
     return _in_compute_dtype(scan, q, k, v, beta, decay, key_padding_mask)
@@ -195,7 +194,7 @@ def _prepared(q, k, v, beta, decay, key_padding_mask, compute):
     return q, k, v, beta, log_decay
 
 
-def _chunked(q, k, v, beta, log_decay, chunk_size: int = CHUNK) -> torch.Tensor:
+def _chunked(q, k, v, beta, log_decay, chunk_size: int) -> torch.Tensor:
     """The gated delta rule over chunks of `chunk_size` tokens (the sequence padded with tokens that do nothing)."""
     batch, heads, length, dim = q.shape
     tail = -length % chunk_size
@@ -331,7 +330,7 @@ def bidirectional_delta_rule(
     """
     if scan_kernel(q.device) == CPP_KERNEL:  # both scans in one call, on the sequence as it is
         return _in_compute_dtype(
-            lambda *prepared: recurrent_gated_delta_rule(*prepared, both_ways=True),
+            lambda *prepared: delta_rule_kernel.recurrent_gated_delta_rule(*prepared, both_ways=True),
             q,
             k,
             v,
