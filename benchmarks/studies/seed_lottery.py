@@ -32,7 +32,7 @@ from long_demo_run import LONG_DEMO_CONFIG, results_dir, span_model_settings, tr
 from sklearn.metrics import roc_auc_score
 
 from epiformer.io.metrics_file import metrics_path, read_metrics
-from epiformer.io.model_description import read_description
+from epiformer.io.model_description import description_path, read_description
 
 FOUND_WITHIN = 0.05  # of the oracle AUROC: the bar for "found the insulator"
 ENSEMBLE = 3
@@ -73,7 +73,7 @@ def train_seed(job: tuple) -> dict:
         train["max_minutes"] = max_minutes
     folder = Path(work) / f"seed_{seed}"
     shards = results_dir(Path(run)) / "span_shards"
-    if not (folder / "model.json").is_file():
+    if not description_path(folder).is_file():
         config = TrainConfig(**{**train, "seed": seed, "threads": 1, "device": device, "replicates": 1})
         train_model(str(shards), ModelConfig(**with_span_positions(model, max_span)), config, folder, folder / "ckpt")
     if score_test and not metrics_path(folder).is_file():
