@@ -13,7 +13,7 @@ score it on test. A killed sweep resumes: finished trainings are read back. Usag
 
     EPIFORMER_DELTA_KERNEL=cpp python benchmarks/studies/attention_recipes.py --run runs/demo-long \\
         --learning-rates 0.001 0.002 0.004 --parallel 2 --work /tmp/attention_recipes \\
-        --out docs/results/runs/attentions/recipes.tsv
+        --out docs/results/runs/attentions/attention_recipes.tsv
 """
 
 from __future__ import annotations

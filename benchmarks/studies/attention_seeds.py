@@ -19,7 +19,7 @@ Each attention with its own recipe, chosen on validation by attention_recipes.py
 for all, so the same epochs):
 
     EPIFORMER_DELTA_KERNEL=cpp python benchmarks/studies/attention_seeds.py --recipes \
-        docs/results/runs/attentions/recipes.tsv --work /tmp/attention_chosen --out ...
+        docs/results/runs/attentions/attention_recipes.tsv --work /tmp/attention_chosen --out ...
 
 The same epochs for every attention instead of the same time (the recipe's 10 each, no
 budget), on the CPU with the C++ scan serving the delta rules (about two thirds of M7's pace,

@@ -53,22 +53,22 @@ RECIPE_KEYS = {"learning_rate": "train", "weight_decay": "train", "dropout": "mo
 def train_seed(job: tuple) -> dict:
     """Train and score one seed with one attention (in a worker process, one thread, on `device`); returns its row.
 
-    `job`: (seed, run, work, max_minutes, attention, device), then optionally a recipe (RECIPE_KEYS over the
-    shipped recipe) and whether to score the test split: a recipe sweep reads validation only (the kept
-    epoch's validation AUROC, `val_auroc`) and leaves the test split unscored."""
+    `job`: (seed, run, work, max_minutes, attention, device, recipe, score_test): `recipe` sets RECIPE_KEYS over
+    the shipped recipe ({}: as shipped); a recipe sweep reads validation only (the kept epoch's validation AUROC,
+    `val_auroc`) and leaves the test split unscored (`score_test` False)."""
     import torch
 
     from epiformer.evaluation.evaluate import evaluate_model
     from epiformer.model.configs import ModelConfig, TrainConfig, with_span_positions
     from epiformer.training.train import train_model
 
-    seed, run, work, max_minutes, attention, device, *rest = job
-    overrides, score_test = [*rest, *[{}, True][len(rest) :]]
+    seed, run, work, max_minutes, attention, device, overrides, score_test = job
     torch.set_num_threads(1)
     model, train, max_span = recipe()
     model["attention"] = attention
+    settings = {"train": train, "model": model}  # RECIPE_KEYS' blocks
     for key, value in overrides.items():
-        {"train": train, "model": model}[RECIPE_KEYS[key]][key] = value
+        settings[RECIPE_KEYS[key]][key] = value
     if max_minutes is not None:
         train["max_minutes"] = max_minutes
     folder = Path(work) / f"seed_{seed}"
@@ -84,7 +84,7 @@ def train_seed(job: tuple) -> dict:
     return {
         "seed": seed,
         "attention": attention,
-        **{key: train.get(key, model.get(key)) for key in RECIPE_KEYS},
+        **{key: settings[block].get(key) for key, block in RECIPE_KEYS.items()},
         "val_auroc": float(kept.iloc[-1]) if len(kept) else float("nan"),
         "auroc": read_metrics(metrics_path(folder))["auroc"] if score_test else float("nan"),
         "epochs_trained": description["epochs_trained"],
@@ -162,7 +162,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=10, help="base seeds (trains this many + 2)")
     args = parser.parse_args()
     seeds = list(range(args.seeds + ENSEMBLE - 1))
-    jobs = [(seed, str(args.run), str(args.work), args.max_minutes, "linear", args.device) for seed in seeds]
+    jobs = [(seed, str(args.run), str(args.work), args.max_minutes, "linear", args.device, {}, True) for seed in seeds]
     with multiprocessing.get_context("spawn").Pool(args.parallel) as pool:
         rows = []
         for row in pool.imap_unordered(train_seed, jobs):
