@@ -9,10 +9,17 @@ time). Each training's figure is the validation AUROC of the epoch it kept (best
 the test split is never scored. Per attention, the recipe with the highest mean validation AUROC
 over the seeds is chosen (the earlier in the grid on a tie) and marked `chosen` in `--out`, which
 attention_seeds.py then reads (`--recipes`) to train each attention's chosen recipe over seeds and
-score it on test. A killed sweep resumes: finished trainings are read back. Usage:
+score it on test. A killed sweep resumes: finished trainings are read back.
+
+The grid crosses the values given, or with `--one-at-a-time` (a full grid costs the product of
+the axes) sweeps the learning rates at the shipped weight decay and dropout first, then tries each
+other weight decay and each other dropout on its own at each attention's best learning rate, and
+chooses among all of them (a weight decay and a dropout that each help are not tried together).
+Usage:
 
     EPIFORMER_DELTA_KERNEL=cpp python benchmarks/studies/attention_recipes.py --run runs/demo-long \\
-        --learning-rates 0.001 0.002 0.004 --parallel 2 --work /tmp/attention_recipes \\
+        --learning-rates 0.001 0.002 0.004 0.008 --weight-decays 0.01 0.1 --dropouts 0 0.1 \\
+        --one-at-a-time --parallel 2 --work /tmp/attention_recipes \\
         --out docs/results/runs/attentions/attention_recipes.tsv
 """
 
@@ -50,13 +57,34 @@ def sweep_jobs(attentions: list[str], recipes: list[dict], seeds: int, run: Path
     ]
 
 
+def around_best(chosen: pd.DataFrame, weight_decays, dropouts) -> dict[str, list[dict]]:
+    """Per attention, the recipes of `--one-at-a-time`'s second step: its chosen learning rate with each weight
+    decay, then each dropout, other than the chosen row's own (one key changed at a time)."""
+    plans = {}
+    for row in chosen[chosen["chosen"]].itertuples():
+        plans[row.attention] = [
+            {"learning_rate": row.learning_rate, key: value}
+            for key, values in (("weight_decay", weight_decays), ("dropout", dropouts))
+            for value in values
+            if value != getattr(row, key)
+        ]
+    return plans
+
+
+def recipe_index(row: dict, recipes: list[dict]) -> int:
+    """The position in `recipes` of the most specific recipe that `row` (a training's full recipe) matches: a
+    recipe sets only the keys it names, so {learning_rate 4e-3} matches every row at that rate and
+    {learning_rate 4e-3, weight_decay 0.1} the rows that also have that weight decay."""
+    matches = [(len(recipe), -i) for i, recipe in enumerate(recipes) if all(row[k] == v for k, v in recipe.items())]
+    return -max(matches)[1]
+
+
 def choose(rows: list[dict], recipes: list[dict]) -> pd.DataFrame:
-    """One row per (attention, recipe): seeds, mean validation AUROC, and `chosen` on each attention's best."""
+    """One row per (attention, recipe): seeds, mean validation AUROC, and `chosen` on each attention's best, the
+    earlier of `recipes` (every recipe tried, in the order tried) on a tie."""
     table = pd.DataFrame(rows)
     keys = [key for key in RECIPE_KEYS if key in table]
-    table["grid_order"] = [
-        next(i for i, recipe in enumerate(recipes) if all(row[k] == v for k, v in recipe.items())) for row in rows
-    ]
+    table["grid_order"] = [recipe_index(row, recipes) for row in rows]
     per_recipe = table.groupby(["attention", "grid_order"], sort=False).agg(
         **{key: (key, "first") for key in keys},
         seeds=("seed", "size"),
@@ -71,6 +99,18 @@ def choose(rows: list[dict], recipes: list[dict]) -> pd.DataFrame:
     return per_recipe.drop(columns="grid_order").reset_index(drop=True)
 
 
+def train_all(jobs: list, parallel: int) -> list[dict]:
+    """train_seed over `jobs`, `parallel` at a time (a process each), each row printed as it comes."""
+    rows = []
+    with multiprocessing.get_context("spawn").Pool(parallel, maxtasksperchild=1) as pool:
+        for row in pool.imap_unordered(train_seed, jobs):
+            rows.append(row)
+            recipe = ", ".join(f"{key} {row[key]:g}" for key in RECIPE_KEYS)
+            print(f"{row['attention']} ({recipe}) seed {row['seed']}: validation AUROC {row['val_auroc']:.3f}, "
+                  f"{row['epochs_trained']:.2f} epochs", flush=True)  # fmt: skip
+    return rows
+
+
 def main() -> None:
     parser = training_parser(__doc__, "/tmp/attention_recipes")
     parser.add_argument("--attentions", nargs="+", default=ATTENTIONS)
@@ -78,21 +118,29 @@ def main() -> None:
     parser.add_argument("--learning-rates", type=float, nargs="*", default=[], help="train.learning_rate values")
     parser.add_argument("--weight-decays", type=float, nargs="*", default=[], help="train.weight_decay values")
     parser.add_argument("--dropouts", type=float, nargs="*", default=[], help="the model's dropout values")
+    parser.add_argument(
+        "--one-at-a-time", action="store_true", help="learning rates first, then each other value around the best"
+    )
     args = parser.parse_args()
     if args.max_minutes is not None:
         parser.error("a recipe sweep trains on the recipe's token budget, the same for every attention: no minutes")
-    recipes = grid(args.learning_rates, args.weight_decays, args.dropouts)
-    rows = []
-    context = multiprocessing.get_context("spawn")
-    with context.Pool(args.parallel, maxtasksperchild=1) as pool:
-        for row in pool.imap_unordered(
-            train_seed, sweep_jobs(args.attentions, recipes, args.seeds, args.run, args.work, args.device)
-        ):
-            rows.append(row)
-            recipe = ", ".join(f"{key} {row[key]:g}" for key in RECIPE_KEYS)
-            print(f"{row['attention']} ({recipe}) seed {row['seed']}: validation AUROC {row['val_auroc']:.3f}, "
-                  f"{row['epochs_trained']:.2f} epochs", flush=True)  # fmt: skip
-    table = choose(rows, recipes)
+
+    def jobs(plans: dict[str, list[dict]]) -> list:  # attentions interleaved: a busy machine slows them alike
+        per_attention = [
+            sweep_jobs([name], plan, args.seeds, args.run, args.work, args.device) for name, plan in plans.items()
+        ]
+        return [job for jobs_at in itertools.zip_longest(*per_attention) for job in jobs_at if job]
+
+    if not args.one_at_a_time:
+        recipes = grid(args.learning_rates, args.weight_decays, args.dropouts)
+        table = choose(train_all(jobs(dict.fromkeys(args.attentions, recipes)), args.parallel), recipes)
+    else:
+        recipes = grid(args.learning_rates, [], [])
+        rows = train_all(jobs(dict.fromkeys(args.attentions, recipes)), args.parallel)
+        plans = around_best(choose(rows, recipes), args.weight_decays, args.dropouts)
+        rows += train_all(jobs(plans), args.parallel)
+        recipes += [recipe for plan in plans.values() for recipe in plan if recipe not in recipes]
+        table = choose(rows, recipes)
     print(table.to_string(index=False, float_format="%.3f"))
     save_table(table, args.out)
 

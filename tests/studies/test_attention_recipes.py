@@ -8,17 +8,17 @@ import pytest
 from tests.helpers import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks" / "studies"))  # the studies import their helpers by module name
-from attention_recipes import choose, grid, recipe_folder, sweep_jobs  # noqa: E402
+from attention_recipes import around_best, choose, grid, recipe_folder, sweep_jobs  # noqa: E402
 from attention_seeds import chosen_recipes, jobs  # noqa: E402
 
 
-def row(attention, learning_rate, seed, val_auroc, test_auroc=float("nan")):
+def row(attention, learning_rate, seed, val_auroc, test_auroc=float("nan"), weight_decay=0.01, dropout=0.0):
     return {
         "attention": attention,
         "seed": seed,
         "learning_rate": learning_rate,
-        "weight_decay": 0.01,
-        "dropout": 0.0,
+        "weight_decay": weight_decay,
+        "dropout": dropout,
         "val_auroc": val_auroc,
         "auroc": test_auroc,
         "epochs_trained": 6.0,
@@ -80,3 +80,28 @@ def test_the_sweep_never_scores_test_and_the_seeds_train_each_attentions_chosen_
     ]
     with pytest.raises(SystemExit, match="no chosen recipe for gated_deltanet"):
         chosen_recipes(tmp_path / "recipes.tsv", ["linear", "gated_deltanet"])
+
+
+def test_one_at_a_time_tries_each_other_value_at_each_attentions_best_rate_and_chooses_among_all():
+    rates = grid([1e-3, 2e-3], [], [])
+    first = [row("linear", 1e-3, 0, 0.8), row("linear", 2e-3, 0, 0.7), row("deltanet", 1e-3, 0, 0.6)]
+    first.append(row("deltanet", 2e-3, 0, 0.7))
+    plans = around_best(choose(first, rates), [0.01, 0.1], [0.0, 0.2])
+    assert plans == {  # the shipped values (0.01, 0.0) are the best rate's own row: not trained again
+        "linear": [{"learning_rate": 1e-3, "weight_decay": 0.1}, {"learning_rate": 1e-3, "dropout": 0.2}],
+        "deltanet": [{"learning_rate": 2e-3, "weight_decay": 0.1}, {"learning_rate": 2e-3, "dropout": 0.2}],
+    }
+    second = [
+        row("linear", 1e-3, 0, 0.75, weight_decay=0.1),
+        row("linear", 1e-3, 0, 0.79, dropout=0.2),
+        row("deltanet", 2e-3, 0, 0.72, weight_decay=0.1),  # deltanet's best: more weight decay
+        row("deltanet", 2e-3, 0, 0.65, dropout=0.2),
+    ]
+    tried = rates + [recipe for plan in plans.values() for recipe in plan]
+    table = choose(first + second, tried)
+    assert len(table) == 8  # every training its own row: a rate's row is not merged with its variants
+    chosen = table[table["chosen"]].set_index("attention")
+    assert chosen.loc["linear", ["learning_rate", "weight_decay", "dropout"]].tolist() == [1e-3, 0.01, 0.0]
+    assert chosen.loc["deltanet", ["learning_rate", "weight_decay", "dropout"]].tolist() == [2e-3, 0.1, 0.0]
+    linear = table[table["attention"] == "linear"]
+    assert linear["mean_val_auroc"].tolist() == [0.8, 0.7, 0.75, 0.79]  # in the order tried
