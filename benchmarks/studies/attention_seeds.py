@@ -37,9 +37,13 @@ import multiprocessing
 from pathlib import Path
 
 import pandas as pd
+from long_demo_run import results_dir
 from seed_lottery import FOUND_WITHIN, RECIPE_KEYS, oracle_and_ceiling, save_table, train_seed, training_parser
+from sklearn.metrics import roc_auc_score
 
 ATTENTIONS = ["linear", "deltanet", "gated_deltanet"]
+REFERENCE = "linear"  # M7: what each other attention is set against
+RESAMPLES = 2000
 
 
 def jobs(
@@ -96,6 +100,46 @@ def attention_order(column: pd.Series) -> pd.Series:
     return column.map(lambda name: ATTENTIONS.index(name) if name in ATTENTIONS else len(ATTENTIONS))
 
 
+def ensemble(work: Path, attention: str, seeds) -> pd.DataFrame:
+    """An attention's seeds scored as one ensemble, as the workflow scores replicates (evaluate.mean_probability)."""
+    from epiformer.evaluation.evaluate import mean_probability
+
+    return mean_probability(
+        [pd.read_csv(work / attention / f"seed_{seed}" / "predictions.tsv", sep="\t") for seed in seeds]
+    )
+
+
+def against_reference(table: pd.DataFrame, run: Path, work: Path) -> pd.DataFrame:
+    """Each attention's rows with its seeds' ensemble AUROC and, set against M7's (REFERENCE), the difference of the
+    two ensembles with its paired 95% interval, resampling whole promoters (the test pairs share them), and where
+    its seeds lie against M7's (`spread_verdict`'s words: every seed above or below every one of M7's, or not)."""
+    from epiformer.evaluation.metrics import dependence_groups, paired_bootstrap_difference
+
+    seeds = sorted(set(table["seed"]))
+    ensembles = {attention: ensemble(work, attention, seeds) for attention in dict.fromkeys(table["attention"])}
+    windows = pd.read_csv(results_dir(run) / "windows.tsv", sep="\t").drop_duplicates("pair_id").set_index("pair_id")
+    rows = []
+    for attention, frame in ensembles.items():
+        values = table.loc[table["attention"] == attention, "auroc"]
+        row = {"attention": attention, "ensemble_auroc": roc_auc_score(frame["label"], frame["score"])}
+        if attention != REFERENCE and REFERENCE in ensembles:
+            reference = ensembles[REFERENCE]
+            groups = dependence_groups(windows.loc[frame["pair_id"]].reset_index(), "promoter")
+            paired = paired_bootstrap_difference(
+                frame["label"], frame["score"], reference["score"], roc_auc_score, RESAMPLES, 0, groups
+            )
+            reference_values = table.loc[table["attention"] == REFERENCE, "auroc"]
+            spread = (
+                "every seed above" if values.min() > reference_values.max()
+                else "every seed below" if values.max() < reference_values.min()
+                else "within the spread"
+            )  # fmt: skip
+            row |= {"vs_m7": paired["difference"], "vs_m7_lo": paired["lo"], "vs_m7_hi": paired["hi"]}
+            row["vs_m7_seeds"] = spread
+        rows.append(row)
+    return table.merge(pd.DataFrame(rows), on="attention", how="left")
+
+
 def main() -> None:
     parser = training_parser(__doc__, "/tmp/attention_seeds")
     parser.add_argument("--attentions", nargs="+", default=ATTENTIONS)
@@ -116,6 +160,7 @@ def main() -> None:
             print(f"{row['attention']} seed {row['seed']}: test AUROC {row['auroc']:.3f}, "
                   f"{row['epochs_trained']:.2f} epochs, {row['peak_memory_mb']:.0f} MB", flush=True)  # fmt: skip
     table, per_attention = attention_table(rows, args.run, args.work)
+    table = against_reference(table, args.run, args.work)
     print(table.drop(columns="val_auroc_by_epoch").to_string(index=False, float_format="%.3f"))
     print(per_attention.to_string(index=False, float_format="%.3f"))
     save_table(table, args.out)

@@ -43,7 +43,8 @@ copies of runs/PAGE/, and each between `<!-- generated:NAME:RUN -->` and
 - `recipes`, `epochs` (attentions): each attention's recipe sweep on the long demo's validation split
   (runs/RUN/attention_recipes.tsv, benchmarks/studies/attention_recipes.py's `--out`), the chosen bold; and
   each attention's chosen recipe over seeds at equal epochs (runs/RUN/attention_epochs.tsv, attention_seeds.py
-  with `--recipes`): test AUROC by seed, insulator found, epochs, pace, memory;
+  with `--recipes`): test AUROC by seed and of their ensemble, the ensemble against M7's (paired, promoters
+  resampled), insulator found, epochs, pace, memory;
 - `delta_op`, `delta_pace` (attentions): the delta rules' op against ELU+1 and their training pace against
   M7's, from runs/RUN/delta_rule_op.tsv and delta_rule_training.tsv (the `--out` of
   benchmarks/delta_rule_op.py and delta_rule_training.py), bold within issue 40's targets (DELTA_TARGETS).
@@ -487,10 +488,12 @@ def _value_range(values: pd.Series, digits: int) -> str:
 
 def epochs_table(run: Path) -> str:
     """benchmarks/studies/attention_seeds.py with --recipes (--out attention_epochs.tsv): per attention, its chosen
-    recipe's test AUROC by seed, how many found the insulator (within 0.05 of the oracle), epochs, pace, memory."""
+    recipe, test AUROC by seed and of the seeds' ensemble, the ensemble against M7's (paired interval resampling
+    promoters, and where the seeds lie against M7's), how many found the insulator, epochs, pace, memory."""
     table = pd.read_csv(run / "attention_epochs.tsv", sep="\t")
     first = table.iloc[0]
-    header = ["attention", "learning rate", "test AUROC by seed", "median", "found", "epochs", "tokens/s", "memory"]
+    header = ["attention", "recipe (rate, decay, dropout)", "test AUROC by seed", "ensemble", "against M7's ensemble"]
+    header += ["found", "epochs", "tokens/s", "memory"]
     lines = [
         f"Oracle {first['oracle_auroc']:.3f}, element-only ceiling {first['element_ceiling_auroc']:.3f}.",
         "",
@@ -499,11 +502,16 @@ def epochs_table(run: Path) -> str:
     ]
     for attention, rows in table.groupby("attention", sort=False):
         rows = rows.sort_values("seed")
+        row = rows.iloc[0]
+        against = "" if pd.isna(row.get("vs_m7")) else (
+            f"{row['vs_m7']:+.3f} [{row['vs_m7_lo']:+.3f}, {row['vs_m7_hi']:+.3f}], {row['vs_m7_seeds']}"
+        )  # fmt: skip
         cells = [
             ATTENTION_NAMES.get(attention, attention),
-            f"{rows['learning_rate'].iloc[0]:g}",
+            f"{row['learning_rate']:g}, {row['weight_decay']:g}, {row['dropout']:g}",
             ", ".join(f"{value:.3f}" for value in rows["auroc"]),
-            f"{rows['auroc'].median():.3f}",
+            f"{row['ensemble_auroc']:.3f}",
+            against,
             f"{int(rows['found'].sum())} of {len(rows)}",
             _value_range(rows["epochs_trained"], 1),
             _value_range(rows["tokens_per_s"], 0),

@@ -3,7 +3,10 @@ validation alone, and the chosen one trained over seeds (issue 40, item 3)."""
 
 import sys
 
+import numpy as np
+import pandas as pd
 import pytest
+from sklearn.metrics import roc_auc_score
 
 from tests.helpers import REPO
 
@@ -105,3 +108,37 @@ def test_one_at_a_time_tries_each_other_value_at_each_attentions_best_rate_and_c
     assert chosen.loc["deltanet", ["learning_rate", "weight_decay", "dropout"]].tolist() == [2e-3, 0.1, 0.0]
     linear = table[table["attention"] == "linear"]
     assert linear["mean_val_auroc"].tolist() == [0.8, 0.7, 0.75, 0.79]  # in the order tried
+
+
+def test_each_attention_is_set_against_m7s_ensemble_with_a_promoter_interval_and_the_seed_spread(tmp_path):
+    from attention_seeds import against_reference
+    from long_demo_run import results_dir
+
+    rng = np.random.default_rng(0)
+    pairs = 400
+    labels = rng.integers(0, 2, pairs)
+    promoter = np.arange(pairs) // 4  # four pairs a promoter
+    windows = pd.DataFrame({"pair_id": [f"p{i}" for i in range(pairs)], "promoter_chrom": "chr1"})
+    windows["promoter_start"], windows["promoter_end"] = promoter * 1000, promoter * 1000 + 500
+    results_dir(tmp_path / "run").mkdir(parents=True)
+    windows.to_csv(results_dir(tmp_path / "run") / "windows.tsv", sep="\t", index=False)
+    separation = {"linear": 0.5, "deltanet": 3.0}  # deltanet reads the label far better: above M7 beyond doubt
+    rows = []
+    for attention, strength in separation.items():
+        for seed in range(3):
+            score = 1 / (1 + np.exp(-(strength * (labels - 0.5) + rng.normal(0, 1, pairs))))
+            folder = tmp_path / "work" / attention / f"seed_{seed}"
+            folder.mkdir(parents=True)
+            pd.DataFrame({"pair_id": windows["pair_id"], "label": labels, "score": score}).to_csv(
+                folder / "predictions.tsv", sep="\t", index=False
+            )
+            rows.append({"attention": attention, "seed": seed, "auroc": roc_auc_score(labels, score)})
+    table = against_reference(pd.DataFrame(rows), tmp_path / "run", tmp_path / "work")
+    delta = table[table["attention"] == "deltanet"].iloc[0]
+    assert 0 < delta["vs_m7_lo"] < delta["vs_m7"] < delta["vs_m7_hi"] and delta["vs_m7_seeds"] == "every seed above"
+    scores = [
+        pd.read_csv(tmp_path / "work" / "deltanet" / f"seed_{s}" / "predictions.tsv", sep="\t")["score"]
+        for s in range(3)
+    ]
+    assert delta["ensemble_auroc"] == pytest.approx(roc_auc_score(labels, np.mean(scores, axis=0)))
+    assert table.loc[table["attention"] == "linear", "vs_m7"].isna().all()  # M7 is the reference
