@@ -285,11 +285,16 @@ def test_the_attention_study_tables_show_the_choice_on_validation_and_each_chose
         ],
         columns=["seed", "attention", "learning_rate", "auroc", "found", "epochs_trained", "tokens_per_s",
                  "peak_memory_mb"],
-    ).assign(oracle_auroc=0.96, element_ceiling_auroc=0.8)  # fmt: skip
+    ).assign(oracle_auroc=0.96, element_ceiling_auroc=0.8, weight_decay=0.01, dropout=0.0)  # fmt: skip
+    seeds["ensemble_auroc"] = seeds["attention"].map({"linear": 0.92, "deltanet": 0.95})
+    deltanet = seeds["attention"] == "deltanet"  # against M7's ensemble: only the other attentions
+    seeds.loc[deltanet, ["vs_m7", "vs_m7_lo", "vs_m7_hi"]] = [0.03, 0.01, 0.05]
+    seeds.loc[deltanet, "vs_m7_seeds"] = "every seed above"
     seeds.to_csv(tmp_path / "attention_epochs.tsv", sep="\t", index=False)
     table = writer.epochs_table(tmp_path).splitlines()
     assert table[0] == "Oracle 0.960, element-only ceiling 0.800."
     assert table[4:] == [
-        "| ELU+1 (M7) | 0.002 | 0.900, 0.930 | 0.915 | 1 of 2 | 6.0 | 118,000-120,000 | 3,000-3,100 MB |",
-        "| DeltaNet | 0.001 | 0.950 | 0.950 | 1 of 1 | 5.9 | 80,000 | 2,500 MB |",
+        "| ELU+1 (M7) | 0.002, 0.01, 0 | 0.900, 0.930 | 0.920 |  | 1 of 2 | 6.0 | 118,000-120,000 | 3,000-3,100 MB |",
+        "| DeltaNet | 0.001, 0.01, 0 | 0.950 | 0.950 | +0.030 [+0.010, +0.050], every seed above | 1 of 1 | 5.9 "
+        "| 80,000 | 2,500 MB |",
     ]
