@@ -38,7 +38,15 @@ from pathlib import Path
 
 import pandas as pd
 from long_demo_run import results_dir
-from seed_lottery import FOUND_WITHIN, RECIPE_KEYS, oracle_and_ceiling, save_table, train_seed, training_parser
+from seed_lottery import (
+    FOUND_WITHIN,
+    RECIPE_KEYS,
+    ensemble_predictions,
+    oracle_and_ceiling,
+    save_table,
+    train_seed,
+    training_parser,
+)
 from sklearn.metrics import roc_auc_score
 
 ATTENTIONS = ["linear", "deltanet", "gated_deltanet"]
@@ -100,15 +108,6 @@ def attention_order(column: pd.Series) -> pd.Series:
     return column.map(lambda name: ATTENTIONS.index(name) if name in ATTENTIONS else len(ATTENTIONS))
 
 
-def ensemble(work: Path, attention: str, seeds) -> pd.DataFrame:
-    """An attention's seeds scored as one ensemble, as the workflow scores replicates (evaluate.mean_probability)."""
-    from epiformer.evaluation.evaluate import mean_probability
-
-    return mean_probability(
-        [pd.read_csv(work / attention / f"seed_{seed}" / "predictions.tsv", sep="\t") for seed in seeds]
-    )
-
-
 def against_reference(table: pd.DataFrame, run: Path, work: Path) -> pd.DataFrame:
     """Each attention's rows with its seeds' ensemble AUROC and, set against M7's (REFERENCE), the difference of the
     two ensembles with its paired 95% interval, resampling whole promoters (the test pairs share them), and where
@@ -116,7 +115,9 @@ def against_reference(table: pd.DataFrame, run: Path, work: Path) -> pd.DataFram
     from epiformer.evaluation.metrics import dependence_groups, paired_bootstrap_difference
 
     seeds = sorted(set(table["seed"]))
-    ensembles = {attention: ensemble(work, attention, seeds) for attention in dict.fromkeys(table["attention"])}
+    ensembles = {
+        attention: ensemble_predictions(work / attention, seeds) for attention in dict.fromkeys(table["attention"])
+    }
     windows = pd.read_csv(results_dir(run) / "windows.tsv", sep="\t").drop_duplicates("pair_id").set_index("pair_id")
     rows = []
     for attention, frame in ensembles.items():

@@ -102,12 +102,16 @@ def oracle_and_ceiling(run: Path, predictions: Path) -> tuple[float, float]:
     return roc_auc_score(test["label"], test["p_interact"]), roc_auc_score(test["label"], test["p_elements"])
 
 
-def ensemble_auroc(work: Path, seeds: list[int]) -> float:
-    """Test AUROC of these seeds' ensemble, as the workflow scores one (evaluate.mean_probability)."""
+def ensemble_predictions(work: Path, seeds) -> pd.DataFrame:
+    """These seeds' test predictions as one ensemble, as the workflow scores replicates (evaluate.mean_probability)."""
     from epiformer.evaluation.evaluate import mean_probability
 
-    frames = [pd.read_csv(work / f"seed_{seed}" / "predictions.tsv", sep="\t") for seed in seeds]
-    ensemble = mean_probability(frames)
+    return mean_probability([pd.read_csv(work / f"seed_{seed}" / "predictions.tsv", sep="\t") for seed in seeds])
+
+
+def ensemble_auroc(work: Path, seeds: list[int]) -> float:
+    """Test AUROC of these seeds' ensemble."""
+    ensemble = ensemble_predictions(work, seeds)
     return float(roc_auc_score(ensemble["label"], ensemble["score"]))
 
 
